@@ -1,0 +1,51 @@
+"""icecompat_writer: Delta Lake writes that Apache Iceberg readers can read.
+
+Public entry points are imported lazily, so ``import icecompat_writer`` (and the Spark-free checker
+and planner) never start a JVM or import pyspark.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from .errors import (
+    CompatViolation,
+    ConcurrentWriteError,
+    IcecompatError,
+    JvmError,
+    SessionConfigError,
+    SetupError,
+    SparkConnectNotSupported,
+    TableReadError,
+    Violation,
+)
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it (imported on first use)
+_LAZY: dict[str, str] = {
+    "session": ".sessions",
+    "configure": ".sessions",
+}
+
+__all__ = [
+    "CompatViolation",
+    "ConcurrentWriteError",
+    "IcecompatError",
+    "JvmError",
+    "SessionConfigError",
+    "SetupError",
+    "SparkConnectNotSupported",
+    "TableReadError",
+    "Violation",
+    "__version__",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'icecompat_writer' has no attribute {name!r}")
+    return getattr(import_module(module, __name__), name)

@@ -1,0 +1,101 @@
+"""The package's exception hierarchy, and the one record every refusal is made of.
+
+Everything the package raises on purpose derives from :class:`IcecompatError`, so a caller can catch
+one type. Java exceptions never surface raw: the JVM bridge maps them onto these classes by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+__all__ = [
+    "CompatViolation",
+    "ConcurrentWriteError",
+    "IcecompatError",
+    "JvmError",
+    "SessionConfigError",
+    "SetupError",
+    "SparkConnectNotSupported",
+    "TableReadError",
+    "Violation",
+]
+
+
+@dataclass(frozen=True, order=True)
+class Violation:
+    """One broken requirement: which rule, where in the table, what was seen, and how to fix it.
+
+    ``path`` is the column path with nested levels spelled out (``a.b.element.c``, ``m.key.x``), or
+    ``""`` when the rule is about the table as a whole (protocol, properties).
+    """
+
+    profile: str
+    rule: str
+    path: str
+    message: str
+    fix: str
+    observed: str | None = None
+    expected: str | None = None
+    clause: str = field(default="", compare=False)
+
+    def render(self) -> str:
+        """One human-readable line: profile, rule id, column, what is wrong, the fix."""
+        where = f" column `{self.path}`" if self.path else " table"
+        seen = ""
+        if self.observed is not None or self.expected is not None:
+            seen = f" (observed: {self.observed}; expected: {self.expected})"
+        return f"[{self.profile}] {self.rule} at{where}: {self.message}{seen}. Fix: {self.fix}"
+
+
+class IcecompatError(Exception):
+    """Base of every error the package raises on purpose."""
+
+
+class SetupError(IcecompatError):
+    """The installation is incomplete (e.g. the shim jars were never built)."""
+
+
+class SessionConfigError(IcecompatError):
+    """The SparkSession cannot carry the plugin as configured (static confs already fixed, ...)."""
+
+
+class SparkConnectNotSupported(SessionConfigError):
+    """The session is a Spark Connect client; the plugin needs the classic, in-process JVM."""
+
+
+class TableReadError(IcecompatError):
+    """A table's log or files could not be read well enough to decide anything."""
+
+
+class ConcurrentWriteError(IcecompatError):
+    """Another writer changed the table in a way this write cannot be re-planned against."""
+
+
+class JvmError(IcecompatError):
+    """The JVM side failed for a reason none of the more specific types describe.
+
+    ``java_class`` keeps the original Java exception class name for diagnosis.
+    """
+
+    def __init__(self, message: str, java_class: str = "") -> None:
+        super().__init__(message)
+        self.java_class = java_class
+
+
+class CompatViolation(IcecompatError):
+    """A write or a table breaks one or more rules; ``violations`` lists every one of them."""
+
+    def __init__(self, violations: Iterable[Violation], context: str = "") -> None:
+        self.violations: Sequence[Violation] = tuple(sorted(violations))
+        self.context = context
+        lines = [v.render() for v in self.violations]
+        head = f"{len(lines)} Iceberg-compatibility violation(s)"
+        if context:
+            head += f" {context}"
+        super().__init__(head + ":\n" + "\n".join(f"  - {line}" for line in lines))
+
+    @property
+    def rules(self) -> list[str]:
+        """The distinct rule ids involved, sorted."""
+        return sorted({v.rule for v in self.violations})

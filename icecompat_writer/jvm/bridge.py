@@ -1,0 +1,118 @@
+"""The single doorway to the JVM.
+
+Only this module imports py4j or touches ``spark._jvm``. Schemas and plans cross as JSON strings, and
+every Java exception is translated here, by class name, into the package's own exception types, so
+no caller ever sees a raw ``Py4JJavaError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from py4j.protocol import Py4JError, Py4JJavaError
+
+from icecompat_writer.errors import ConcurrentWriteError, IcecompatError, JvmError, SetupError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+T = TypeVar("T")
+
+SHIM_PACKAGE = "io.icecompat.shim"
+
+# Java exception class (simple or fully qualified name) -> our exception type. Checked in order; the
+# first entry whose name appears in the Java class or its causes wins.
+_JAVA_TO_PYTHON: tuple[tuple[str, type[IcecompatError]], ...] = (
+    ("ConcurrentModificationException", ConcurrentWriteError),
+    ("ConcurrentAppendException", ConcurrentWriteError),
+    ("ConcurrentWriteException", ConcurrentWriteError),
+    ("ConcurrentDeleteReadException", ConcurrentWriteError),
+    ("ConcurrentDeleteDeleteException", ConcurrentWriteError),
+    ("MetadataChangedException", ConcurrentWriteError),
+    ("ProtocolChangedException", ConcurrentWriteError),
+    ("ClassNotFoundException", SetupError),
+    ("NoClassDefFoundError", SetupError),
+)
+
+
+def _java_class_chain(err: Py4JJavaError) -> list[tuple[str, str]]:
+    """(class name, message) of the Java exception and each of its causes, outermost first."""
+    chain: list[tuple[str, str]] = []
+    try:
+        throwable = err.java_exception
+        seen = 0
+        while throwable is not None and seen < 16:
+            chain.append((throwable.getClass().getName(), str(throwable.getMessage() or "")))
+            throwable = throwable.getCause()
+            seen += 1
+    except Py4JError:  # the gateway itself is gone: keep what we have
+        pass
+    return chain
+
+
+def translate(err: Py4JJavaError) -> IcecompatError:
+    """Map a Java exception onto the package's exception types, keeping the Java message."""
+    chain = _java_class_chain(err)
+    for java_name, py_type in _JAVA_TO_PYTHON:
+        for cls, msg in chain:
+            if cls.endswith(java_name):
+                if py_type is JvmError:
+                    return JvmError(msg, cls)
+                return py_type(f"{msg} (from {cls})")
+    cls, msg = chain[0] if chain else ("unknown", str(err))
+    return JvmError(msg or cls, cls)
+
+
+def call(fn: Callable[[], T]) -> T:
+    """Run ``fn`` (which calls into the JVM) and translate any Java exception it raises."""
+    try:
+        return fn()
+    except Py4JJavaError as err:
+        raise translate(err) from None
+
+
+def jvm(spark: SparkSession) -> Any:
+    """The py4j JVM view of a classic (non-Connect) session."""
+    return spark._jvm
+
+
+def shim_class(spark: SparkSession, simple_name: str) -> Any:
+    """A class of the shim, or :class:`SetupError` when the shim jar is not on the driver classpath."""
+    view = jvm(spark)
+    name = f"{SHIM_PACKAGE}.{simple_name}"
+    try:
+        loader = view.java.lang.Thread.currentThread().getContextClassLoader()
+        view.java.lang.Class.forName(name, True, loader)
+    except Py4JJavaError:
+        raise SetupError(
+            f"the icecompat shim class {name} is not loaded in this Spark session; create the session "
+            "with icecompat_writer.session() or icecompat_writer.configure(builder) so that the shim "
+            "jars are on spark.jars"
+        ) from None
+    obj = view
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def shim_info(spark: SparkSession) -> dict[str, str]:
+    """Versions the shim was built for and the Delta version the session actually runs."""
+    info = shim_class(spark, "ShimInfo")
+    return {
+        "built_for_delta": str(call(info.builtForDeltaVersion)),
+        "built_for_spark": str(call(info.builtForSparkVersion)),
+        "running_delta": str(call(info.runningDeltaVersion)),
+        "running_spark": str(spark.version),
+    }
+
+
+def require_supported_delta(spark: SparkSession) -> None:
+    """Refuse (SetupError) a session whose delta-spark is not the one the shim was built for."""
+    info = shim_info(spark)
+    if info["built_for_delta"] != info["running_delta"]:
+        raise SetupError(
+            f"the icecompat shim was built for delta-spark {info['built_for_delta']} but this session "
+            f"runs delta-spark {info['running_delta']}; rebuild the shim (bin/setup) against that version "
+            "or run the Delta version the shim was built for"
+        )

@@ -1,0 +1,170 @@
+"""Creating or configuring a SparkSession that carries Delta and the icecompat shim.
+
+The jars are resolved at build time by the shim's Maven build and copied into ``icecompat_writer/jars``
+(or the folder named by ``ICECOMPAT_JARS_DIR``), so a session never downloads packages at run time.
+Settings the user already has on ``spark.jars`` and ``spark.sql.extensions`` are appended to, never
+replaced: a team's own extensions keep working.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from .errors import SessionConfigError, SetupError, SparkConnectNotSupported
+from .jvm import bridge
+
+__all__ = [
+    "DELTA_CATALOG",
+    "DELTA_EXTENSION",
+    "LEAN_DEFAULTS",
+    "SHIM_JAR_NAME",
+    "configure",
+    "jars_dir",
+    "runtime_jars",
+    "session",
+]
+
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+SHIM_JAR_NAME = "icecompat-shim.jar"
+JARS_DIR_ENV = "ICECOMPAT_JARS_DIR"
+
+# Small, local, quiet: what a laptop, a notebook and a 2-core CI machine want by default. Every entry
+# is only a default; a value the caller sets wins.
+LEAN_DEFAULTS: Mapping[str, str] = {
+    "spark.master": "local[2]",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "2",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.log.level": "WARN",
+    "spark.sql.adaptive.enabled": "true",
+}
+
+
+def jars_dir() -> Path:
+    """Where the runtime jars live: ``$ICECOMPAT_JARS_DIR`` or the package's own ``jars`` folder."""
+    override = os.environ.get(JARS_DIR_ENV)
+    if override:
+        return Path(override).expanduser().resolve()
+    return (Path(__file__).resolve().parent / "jars").resolve()
+
+
+def runtime_jars() -> list[Path]:
+    """Every jar the plugin needs on the Spark classpath (absolute paths), shim jar first.
+
+    Raises :class:`SetupError` when the shim was never built, naming the command that builds it.
+    """
+    folder = jars_dir()
+    shim = folder / SHIM_JAR_NAME
+    if not shim.is_file():
+        raise SetupError(
+            f"the icecompat shim jar is missing ({shim}); build it with `bin/setup` "
+            f"(Maven, jvm_shim/pom.xml) or point {JARS_DIR_ENV} at a folder that has it"
+        )
+    others = sorted(p for p in folder.glob("*.jar") if p.name != SHIM_JAR_NAME)
+    if not any(p.name.startswith("delta-spark_") for p in others):
+        raise SetupError(f"no delta-spark jar in {folder}; rebuild the shim with `bin/setup`")
+    return [shim, *others]
+
+
+def _append_csv(existing: str | None, items: Iterable[str]) -> str:
+    """Append comma-separated items to an existing comma-separated value, skipping ones present."""
+    current = [part.strip() for part in (existing or "").split(",") if part.strip()]
+    for item in items:
+        if item not in current:
+            current.append(item)
+    return ",".join(current)
+
+
+def _builder_options(builder: SparkSession.Builder) -> dict[str, str]:
+    """The options already set on a builder (pyspark keeps them in ``_options``)."""
+    options = getattr(builder, "_options", None)
+    if not isinstance(options, dict):
+        raise SessionConfigError(
+            "cannot read the options of this SparkSession.Builder; pass a pyspark "
+            "SparkSession.builder from the pinned pyspark version"
+        )
+    return options
+
+
+def _is_connect(options: Mapping[str, str]) -> bool:
+    if options.get("spark.remote") or options.get("spark.api.mode", "").lower() == "connect":
+        return True
+    return bool(os.environ.get("SPARK_REMOTE")) or os.environ.get("SPARK_CONNECT_MODE_ENABLED") == "1"
+
+
+def _refuse_foreign_running_session() -> None:
+    """A classic session already running without our jars cannot be fixed: jars are static confs."""
+    from pyspark import SparkContext
+
+    sc = SparkContext._active_spark_context  # noqa: SLF001 - pyspark exposes no public accessor
+    if sc is None:
+        return
+    jars = sc.getConf().get("spark.jars", "") or ""
+    extensions = sc.getConf().get("spark.sql.extensions", "") or ""
+    missing = []
+    if SHIM_JAR_NAME not in jars:
+        missing.append(f"spark.jars lacks {SHIM_JAR_NAME}")
+    if DELTA_EXTENSION not in extensions:
+        missing.append(f"spark.sql.extensions lacks {DELTA_EXTENSION}")
+    if missing:
+        raise SessionConfigError(
+            "a SparkSession is already running without the icecompat jars ("
+            + "; ".join(missing)
+            + "); these are static settings that a running session cannot take. Stop it "
+            "(spark.stop()) and create the session with icecompat_writer.session(), or start it with "
+            "conf/spark-defaults.conf"
+        )
+
+
+def configure(builder: SparkSession.Builder, *, lean: bool = True) -> SparkSession.Builder:
+    """Add Delta, the shim jars and (optionally) lean local defaults to a user's builder.
+
+    ``spark.jars`` and ``spark.sql.extensions`` are appended to; ``spark.sql.catalog.spark_catalog`` is
+    set only when the user has not chosen one. Returns the same builder for chaining.
+    """
+    options = _builder_options(builder)
+    if _is_connect(options):
+        raise SparkConnectNotSupported(
+            "icecompat_writer needs a classic SparkSession with an in-process JVM; Spark Connect "
+            "(spark.remote / SPARK_REMOTE) cannot load the shim on the client. Install the shim jars "
+            "and extension on the Connect server instead (see conf/README.md)"
+        )
+    _refuse_foreign_running_session()
+    jars = [str(p) for p in runtime_jars()]
+    builder.config("spark.jars", _append_csv(options.get("spark.jars"), jars))
+    builder.config(
+        "spark.sql.extensions", _append_csv(options.get("spark.sql.extensions"), [DELTA_EXTENSION])
+    )
+    if "spark.sql.catalog.spark_catalog" not in options:
+        builder.config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+    if lean:
+        for key, value in LEAN_DEFAULTS.items():
+            if key not in options:
+                builder.config(key, value)
+        if options.get("spark.master", "").startswith("local"):
+            # A local driver talks only to itself: bind to loopback instead of guessing an interface.
+            for key in ("spark.driver.host", "spark.driver.bindAddress"):
+                if key not in options:
+                    builder.config(key, "127.0.0.1")
+    return builder
+
+
+def session(app_name: str = "icecompat", **conf: str) -> SparkSession:
+    """A local SparkSession with Delta and the shim loaded (or the running one, if it already has them).
+
+    Spark settings are passed as keyword arguments with their full names, e.g.
+    ``session(**{"spark.sql.warehouse.dir": "/data/wh"})``. The Delta version the session runs is
+    checked against the one the shim was built for.
+    """
+    builder = SparkSession.builder.appName(app_name)
+    for key, value in conf.items():
+        builder.config(key, value)
+    spark = configure(builder).getOrCreate()
+    bridge.require_supported_delta(spark)
+    return spark

@@ -1,0 +1,45 @@
+"""Shared fixtures: exactly one real SparkSession (Delta + shim) for the whole test run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--soak", action="store_true", default=False, help="also run the long soak variants")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--soak"):
+        return
+    skip = pytest.mark.skip(reason="soak variant: run with --soak")
+    for item in items:
+        if "soak" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """The one SparkSession of the run: local[2], UI off, Delta and the shim jars loaded."""
+    import icecompat_writer
+
+    base = tmp_path_factory.mktemp("spark")
+    session = icecompat_writer.session(
+        "icecompat-tests",
+        **{
+            "spark.sql.warehouse.dir": str(base / "warehouse"),
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={base / 'derby'}",
+            "spark.sql.shuffle.partitions": "2",
+        },
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def table_path(tmp_path: Path) -> Path:
+    """A fresh, not yet existing table location."""
+    return tmp_path / "table"
