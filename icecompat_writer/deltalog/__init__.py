@@ -1,0 +1,1 @@
+"""Reading a Delta table's log without Spark: actions, log replay, snapshots."""
