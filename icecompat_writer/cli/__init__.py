@@ -1,0 +1,1 @@
+"""The ``icecompat`` command line."""
