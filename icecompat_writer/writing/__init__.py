@@ -1,0 +1,1 @@
+"""The write path: resolve the target, read its snapshot, plan, validate, write, verify, commit."""

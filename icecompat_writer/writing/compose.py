@@ -1,0 +1,311 @@
+"""What the table's metadata should become after a write, before any compliance rule is applied.
+
+This is Delta's own write semantics, restated on the log's JSON: which schema a mode produces
+(append keeps the table's, ``mergeSchema`` adds new columns and nested fields, overwrite with
+``overwriteSchema`` and replace take the DataFrame's), which partitioning, which properties. Existing
+fields keep their column-mapping metadata so that the planner never renumbers them; new fields arrive
+bare and the planner gives them ids. Everything here happens before a single file is written, so a
+mismatch is refused while the table is still untouched.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from icecompat_writer.deltalog.actions import Metadata
+from icecompat_writer.errors import CompatViolation, Violation
+
+__all__ = ["WriteIntent", "compose_metadata", "merge_schemas"]
+
+WRITE_PROFILE = "delta"  # the "profile" named on violations of Delta's own write rules
+
+# Modes as compat_write knows them (v1 names plus the v2 writer's replace flavours).
+APPEND_MODES = frozenset({"append", "append_existing"})
+OVERWRITE_MODES = frozenset({"overwrite", "overwrite_existing"})
+REPLACE_MODES = frozenset({"replace", "create_or_replace"})
+
+
+@dataclass(frozen=True)
+class WriteIntent:
+    """One write as the user asked for it: mode, DataFrame schema, partitioning, properties, options."""
+
+    mode: str
+    data_schema: Mapping[str, Any]
+    partition_by: tuple[str, ...] | None = None
+    properties: Mapping[str, str] | None = None
+    merge_schema: bool = False
+    overwrite_schema: bool = False
+
+    @property
+    def replaces_schema(self) -> bool:
+        """Whether the DataFrame's schema becomes the table's (instead of being checked against it)."""
+        return self.mode in REPLACE_MODES or (self.mode in OVERWRITE_MODES and self.overwrite_schema)
+
+
+def _violation(
+    rule: str, path: str, message: str, fix: str, observed: Any = None, expected: Any = None
+) -> Violation:
+    return Violation(
+        profile=WRITE_PROFILE,
+        rule=rule,
+        path=path,
+        message=message,
+        fix=fix,
+        observed=None if observed is None else str(observed),
+        expected=None if expected is None else str(expected),
+        clause="delta-PROTOCOL.md#schema-serialization-format",
+    )
+
+
+def _segment(name: str) -> str:
+    return f"`{name.replace('`', '``')}`" if ("." in name or "`" in name) else name
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{_segment(name)}" if prefix else _segment(name)
+
+
+def _find(fields: Sequence[Mapping[str, Any]], name: str) -> Mapping[str, Any] | None:
+    """Delta resolves column names case-insensitively: exact match first, then case-folded."""
+    for f in fields:
+        if f["name"] == name:
+            return f
+    folded = name.casefold()
+    for f in fields:
+        if f["name"].casefold() == folded:
+            return f
+    return None
+
+
+def _type_name(t: Any) -> str:
+    if isinstance(t, str):
+        return t
+    kind = t.get("type")
+    if kind == "struct":
+        return "struct<" + ",".join(f"{f['name']}:{_type_name(f['type'])}" for f in t["fields"]) + ">"
+    if kind == "array":
+        return f"array<{_type_name(t['elementType'])}>"
+    if kind == "map":
+        return f"map<{_type_name(t['keyType'])},{_type_name(t['valueType'])}>"
+    return str(kind)
+
+
+def _merge_type(table_t: Any, data_t: Any, path: str, add: bool, problems: list[Violation]) -> Any:
+    """``table_t`` extended by what ``data_t`` has on top (when ``add``), or problems when they clash."""
+    if isinstance(table_t, dict) and isinstance(data_t, dict) and table_t.get("type") == data_t.get("type"):
+        kind = table_t["type"]
+        if kind == "struct":
+            return _merge_struct(table_t, data_t, path, add, problems)
+        if kind == "array":
+            merged = copy.deepcopy(table_t)
+            merged["elementType"] = _merge_type(
+                table_t["elementType"], data_t["elementType"], f"{path}.element", add, problems
+            )
+            return merged
+        if kind == "map":
+            merged = copy.deepcopy(table_t)
+            merged["keyType"] = _merge_type(
+                table_t["keyType"], data_t["keyType"], f"{path}.key", add, problems
+            )
+            merged["valueType"] = _merge_type(
+                table_t["valueType"], data_t["valueType"], f"{path}.value", add, problems
+            )
+            return merged
+    if table_t == data_t:
+        return copy.deepcopy(table_t)
+    problems.append(
+        _violation(
+            "DELTA-WRITE-TYPE-MISMATCH",
+            path,
+            "the DataFrame's type differs from the table's type for this column",
+            "cast the column to the table's type before writing, or overwrite with overwriteSchema=true",
+            observed=_type_name(data_t),
+            expected=_type_name(table_t),
+        )
+    )
+    return copy.deepcopy(table_t)
+
+
+def _merge_struct(
+    table_s: Mapping[str, Any], data_s: Mapping[str, Any], path: str, add: bool, problems: list[Violation]
+) -> dict[str, Any]:
+    merged = copy.deepcopy(dict(table_s))
+    fields: list[dict[str, Any]] = merged["fields"]
+    for data_f in data_s["fields"]:
+        here = _join(path, data_f["name"])
+        table_f = _find(fields, data_f["name"])
+        if table_f is None:
+            if add:
+                new_f = copy.deepcopy(dict(data_f))
+                new_f["metadata"] = {}  # a new column starts bare: ids and names come from the planner
+                new_f["nullable"] = True  # rows already in the table have no value for it
+                fields.append(new_f)
+            else:
+                problems.append(
+                    _violation(
+                        "DELTA-WRITE-UNKNOWN-COLUMN",
+                        here,
+                        "the DataFrame has a column the table does not have",
+                        "add .option('mergeSchema', 'true') to add it to the table, "
+                        "or drop it from the DataFrame",
+                    )
+                )
+            continue
+        assert isinstance(table_f, dict)
+        table_f["type"] = _merge_type(table_f["type"], data_f["type"], here, add, problems)
+    return merged
+
+
+def merge_schemas(
+    table_schema: Mapping[str, Any], data_schema: Mapping[str, Any], *, add_new: bool
+) -> tuple[dict[str, Any], list[Violation]]:
+    """The table schema a DataFrame write produces, with every clash found (not just the first).
+
+    With ``add_new`` (``mergeSchema``), columns and nested struct fields that only the DataFrame has are
+    appended (nullable, without column-mapping metadata); otherwise they are problems. Types of existing
+    columns must match exactly: Delta's DataFrame writer does not cast.
+    """
+    problems: list[Violation] = []
+    merged = _merge_struct(table_schema, data_schema, "", add_new, problems)
+    return merged, problems
+
+
+def _strip_mapping(t: Any) -> Any:
+    """``t`` without any column-mapping metadata: a DataFrame's ids mean nothing for a new table."""
+    if not isinstance(t, dict):
+        return t
+    out = dict(t)
+    kind = t.get("type")
+    if kind == "struct":
+        out["fields"] = [
+            {
+                **f,
+                "metadata": {
+                    k: v
+                    for k, v in (f.get("metadata") or {}).items()
+                    if not k.startswith("delta.columnMapping.")
+                },
+                "type": _strip_mapping(f["type"]),
+            }
+            for f in t["fields"]
+        ]
+    elif kind == "array":
+        out["elementType"] = _strip_mapping(t["elementType"])
+    elif kind == "map":
+        out["keyType"] = _strip_mapping(t["keyType"])
+        out["valueType"] = _strip_mapping(t["valueType"])
+    return out
+
+
+def _carry_field_metadata(new_t: Any, old_t: Any) -> Any:
+    """Copy column-mapping metadata of same-named fields from ``old_t`` onto ``new_t`` (by name, recursively).
+
+    Used when a write replaces the schema: a column that keeps its name keeps its id and physical name,
+    so its existing data stays readable by id, and the planner's id allocation stays monotonic.
+    """
+    if isinstance(new_t, dict) and isinstance(old_t, dict) and new_t.get("type") == old_t.get("type"):
+        kind = new_t["type"]
+        out = copy.deepcopy(new_t)
+        if kind == "struct":
+            for f in out["fields"]:
+                old_f = _find(old_t["fields"], f["name"])
+                if old_f is None:
+                    continue
+                meta = {
+                    k: v
+                    for k, v in (old_f.get("metadata") or {}).items()
+                    if k.startswith("delta.columnMapping.")
+                }
+                f["metadata"] = {**(f.get("metadata") or {}), **meta}
+                f["type"] = _carry_field_metadata(f["type"], old_f["type"])
+        elif kind == "array":
+            out["elementType"] = _carry_field_metadata(new_t["elementType"], old_t["elementType"])
+        elif kind == "map":
+            out["keyType"] = _carry_field_metadata(new_t["keyType"], old_t["keyType"])
+            out["valueType"] = _carry_field_metadata(new_t["valueType"], old_t["valueType"])
+        return out
+    return copy.deepcopy(new_t)
+
+
+def _check_partitioning(
+    intent: WriteIntent, schema: Mapping[str, Any], problems: list[Violation]
+) -> tuple[str, ...]:
+    names = [f["name"] for f in schema["fields"]]
+    resolved: list[str] = []
+    for col in intent.partition_by or ():
+        field = _find(schema["fields"], col)
+        if field is None:
+            problems.append(
+                _violation(
+                    "DELTA-WRITE-PARTITION-COLUMN",
+                    _segment(col),
+                    "the partition column is not a top-level column of the written schema",
+                    f"partition by one of: {', '.join(names) or '(no columns)'}",
+                )
+            )
+            continue
+        resolved.append(field["name"])
+    return tuple(resolved)
+
+
+def compose_metadata(intent: WriteIntent, previous: Metadata | None) -> Metadata:
+    """The metadata the table should have after this write, before compliance planning.
+
+    Raises :class:`CompatViolation` listing every problem when Delta's write rules refuse the write.
+    """
+    problems: list[Violation] = []
+    data_schema = copy.deepcopy(dict(intent.data_schema))
+    props = dict(intent.properties or {})
+
+    if previous is None:
+        partitions = _check_partitioning(intent, data_schema, problems)
+        if problems:
+            raise CompatViolation(problems, "(the write does not fit Delta's rules)")
+        data_schema = _strip_mapping(data_schema)
+        return Metadata(
+            schema_string="{}",
+            partition_columns=partitions,
+            configuration=props,
+            id=str(uuid.uuid4()),
+        ).with_schema(data_schema)
+
+    old_schema = previous.schema
+    if intent.replaces_schema:
+        schema = _carry_field_metadata(data_schema, old_schema)
+        partitions = _check_partitioning(intent, schema, problems) if intent.partition_by is not None else ()
+        configuration = {**previous.configuration, **props}
+    else:
+        schema, problems = merge_schemas(old_schema, data_schema, add_new=intent.merge_schema)
+        configuration = {**previous.configuration, **props}
+        partitions = previous.partition_columns
+        if intent.partition_by is not None:
+            asked = _check_partitioning(intent, schema, problems)
+            if not problems and [p.casefold() for p in asked] != [p.casefold() for p in partitions]:
+                problems.append(
+                    _violation(
+                        "DELTA-WRITE-PARTITIONING-CHANGE",
+                        "",
+                        "the write asks for a different partitioning than the table has",
+                        "write with the table's partitioning, or overwrite with overwriteSchema=true "
+                        "(or replace the table) to change it",
+                        observed=list(asked),
+                        expected=list(partitions),
+                    )
+                )
+    if problems:
+        raise CompatViolation(problems, "(the write does not fit Delta's rules)")
+    return Metadata(
+        schema_string="{}",
+        partition_columns=tuple(partitions),
+        configuration=configuration,
+        id=previous.id,
+        name=previous.name,
+        description=previous.description,
+        format_provider=previous.format_provider,
+        format_options=previous.format_options,
+        created_time=previous.created_time,
+    ).with_schema(schema)
