@@ -17,6 +17,8 @@ __all__ = [
     "SessionConfigError",
     "SetupError",
     "SparkConnectNotSupported",
+    "TableExistsError",
+    "TableNotFoundError",
     "TableReadError",
     "Violation",
 ]
@@ -62,6 +64,14 @@ class SessionConfigError(IcecompatError):
 
 class SparkConnectNotSupported(SessionConfigError):
     """The session is a Spark Connect client; the plugin needs the classic, in-process JVM."""
+
+
+class TableExistsError(IcecompatError):
+    """The write asked for a new table (mode errorifexists / create) and one is already there."""
+
+
+class TableNotFoundError(IcecompatError):
+    """The write needs an existing table (append/replace through the v2 writer) and there is none."""
 
 
 class TableReadError(IcecompatError):

@@ -7,6 +7,7 @@ no caller ever sees a raw ``Py4JJavaError``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -116,3 +117,55 @@ def require_supported_delta(spark: SparkSession) -> None:
             f"runs delta-spark {info['running_delta']}; rebuild the shim (bin/setup) against that version "
             "or run the Delta version the shim was built for"
         )
+
+
+class PendingWrite:
+    """A Delta transaction held open in the driver across plan, write, verify and commit.
+
+    Wraps ``io.icecompat.shim.PendingWrite``: every call crosses as JSON and every Java exception is
+    translated (:func:`call`).
+    """
+
+    def __init__(self, spark: SparkSession, location: str) -> None:
+        cls = shim_class(spark, "PendingWrite")
+        self._spark = spark
+        self._java = call(lambda: cls.open(spark._jsparkSession, location))
+        self.location = location
+
+    @property
+    def read_version(self) -> int:
+        return int(call(self._java.readVersion))
+
+    def snapshot_json(self) -> dict[str, Any]:
+        """``{"version": n, "protocol": {...}, "metaData": {...}}``; only ``version`` (-1) when new."""
+        return dict(json.loads(call(self._java.snapshotJson)))
+
+    def txn_version(self, app_id: str) -> int:
+        return int(call(lambda: self._java.txnVersion(app_id)))
+
+    def write(self, df: Any, request: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+        """Apply the plan and write the data files (nothing committed).
+
+        Returns the AddFile objects and the number of files the write will remove.
+        """
+        payload = json.dumps(request)
+        out = json.loads(call(lambda: self._java.write(df._jdf, payload)))
+        return list(out["added"]), int(out["removed"])
+
+    def commit(self, operation: dict[str, Any] | None = None) -> int:
+        payload = json.dumps(operation or {})
+        return int(call(lambda: self._java.commit(payload)))
+
+    def abort(self) -> int:
+        """Delete the data files this write created (only those); returns how many were deleted."""
+        return int(call(self._java.abort))
+
+
+def default_table_location(spark: SparkSession, table: tuple[str, ...]) -> str:
+    """Where the session catalog would put a new managed table of that name."""
+    view = jvm(spark)
+    catalog = spark._jsparkSession.sessionState().catalog()
+    name = table[-1]
+    db = table[-2] if len(table) >= 2 else catalog.getCurrentDatabase()
+    ident = view.org.apache.spark.sql.catalyst.TableIdentifier(name, view.scala.Option.apply(db))
+    return str(call(lambda: catalog.defaultTablePath(ident).toString()))

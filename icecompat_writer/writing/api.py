@@ -1,0 +1,371 @@
+"""``compat_write``: the Delta write that only ever commits Iceberg-compatible tables.
+
+One write flows one way: open a transaction and read its snapshot -> compose what Delta's own write
+semantics make of it -> plan the compliant protocol and metadata (or refuse) -> validate -> write the
+data files (uncommitted) -> verify every new file's footer against the file-level rules -> commit, or
+delete exactly the files this write created. Everything that can be refused from the plan alone is
+refused before a single data file exists, so the table stays byte-for-byte as it was.
+
+A commit that loses a race against another writer is re-planned from the newer snapshot (bounded);
+a commit whose outcome is unknown is looked up in the log (by the data files it added) before
+anything is retried, so a retry never duplicates rows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
+from icecompat_writer.errors import (
+    CompatViolation,
+    ConcurrentWriteError,
+    IcecompatError,
+    TableExistsError,
+    TableNotFoundError,
+)
+from icecompat_writer.writing.compose import (
+    OVERWRITE_MODES,
+    REPLACE_MODES,
+    WriteIntent,
+    compose_metadata,
+)
+from icecompat_writer.writing.target import Target, parse_target
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["WriteResult", "compat_write"]
+
+log = logging.getLogger(__name__)
+
+MODES = frozenset(
+    {
+        "append",
+        "overwrite",
+        "errorifexists",
+        "error",
+        "ignore",
+        # the v2 writer's flavours: they insist on the table existing (or not) and may replace it
+        "append_existing",
+        "overwrite_existing",
+        "replace",
+        "create_or_replace",
+    }
+)
+MAX_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What a compat write did.
+
+    ``version`` is the committed table version (None when nothing was committed, see ``skipped``);
+    ``files`` are the data files added (paths as in the log); ``rows`` the rows they hold (from their
+    ``numRecords``); ``changes`` what the plan changed in the protocol and metadata, and why.
+    """
+
+    target: str
+    location: str
+    profile: str
+    mode: str
+    version: int | None
+    files: tuple[str, ...] = ()
+    rows: int = 0
+    changes: tuple[Any, ...] = ()
+    skipped: str | None = None
+    attempts: int = 1
+    removed_files: int = 0
+
+    def __str__(self) -> str:
+        if self.version is None:
+            return f"nothing written to {self.target}: {self.skipped}"
+        return (
+            f"committed version {self.version} of {self.target} ({self.profile}): {len(self.files)} file(s), "
+            f"{self.rows} row(s), {len(self.changes)} planned change(s)"
+        )
+
+
+@dataclass
+class _Request:
+    """The user's write, normalised once."""
+
+    mode: str
+    profile: str
+    partition_by: tuple[str, ...] | None
+    properties: dict[str, str]
+    options: dict[str, str]
+    by_position: bool
+    app_id: str | None = None
+    app_version: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def merge_schema(self) -> bool:
+        return self.options.get("mergeSchema", "false").lower() == "true"
+
+    @property
+    def overwrite_schema(self) -> bool:
+        return self.options.get("overwriteSchema", "false").lower() == "true"
+
+
+def _normalise(
+    mode: str,
+    profile: str,
+    partition_by: str | Sequence[str] | None,
+    properties: Mapping[str, Any] | None,
+    options: Mapping[str, Any] | None,
+    by_position: bool,
+) -> _Request:
+    m = (mode or "errorifexists").lower()
+    if m not in MODES:
+        raise IcecompatError(
+            f"unknown mode {mode!r}; use one of append, overwrite, errorifexists (error), ignore"
+        )
+    if m == "error":
+        m = "errorifexists"
+    parts: tuple[str, ...] | None
+    if partition_by is None:
+        parts = None
+    elif isinstance(partition_by, str):
+        parts = (partition_by,)
+    else:
+        parts = tuple(partition_by)
+    opts = {k: _opt(v) for k, v in (options or {}).items()}
+    props = {k: _opt(v) for k, v in (properties or {}).items()}
+    # Delta accepts table properties as writer options too ("delta.*"): treat them as properties.
+    for k in [k for k in opts if k.startswith("delta.")]:
+        props.setdefault(k, opts.pop(k))
+    app_id = opts.pop("txnAppId", None)
+    app_version_s = opts.pop("txnVersion", None)
+    if (app_id is None) != (app_version_s is None):
+        raise IcecompatError("txnAppId and txnVersion go together: give both or neither")
+    app_version = None
+    if app_version_s is not None:
+        try:
+            app_version = int(app_version_s)
+        except ValueError:
+            raise IcecompatError(f"txnVersion must be an integer, got {app_version_s!r}") from None
+    return _Request(m, profile, parts, props, opts, by_position, app_id, app_version)
+
+
+def _opt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _previous_state(snapshot: Mapping[str, Any]) -> TableState | None:
+    if int(snapshot.get("version", -1)) < 0:
+        return None
+    return TableState(
+        protocol=Protocol.from_json(snapshot["protocol"]),
+        metadata=Metadata.from_json(snapshot["metaData"]),
+        version=int(snapshot["version"]),
+    )
+
+
+def _planner() -> tuple[Any, Any]:
+    """The planner's ``plan`` and ``validate`` (imported late: the writer is their only Spark-side user)."""
+    from icecompat_writer.planning import plan, validate
+
+    return plan, validate
+
+
+def _align_by_position(df: DataFrame, previous: TableState) -> DataFrame:
+    """``insertInto`` semantics: columns match the table's by position, not by name."""
+    names = [f["name"] for f in previous.metadata.schema["fields"]]
+    if len(df.columns) != len(names):
+        raise CompatViolation(
+            [
+                _write_violation(
+                    "DELTA-WRITE-COLUMN-COUNT",
+                    "",
+                    "insertInto matches columns by position and the counts differ",
+                    "select exactly the table's columns, in the table's order",
+                    observed=str(len(df.columns)),
+                    expected=str(len(names)),
+                )
+            ]
+        )
+    return df.toDF(*names)
+
+
+def _write_violation(rule: str, path: str, message: str, fix: str, **seen: str) -> Any:
+    from icecompat_writer.errors import Violation
+
+    return Violation(profile="delta", rule=rule, path=path, message=message, fix=fix, clause="", **seen)
+
+
+def _landed(location: str, after_version: int, added_paths: set[str]) -> int | None:
+    """The version that holds this write's files, if an earlier commit of it did land."""
+    from icecompat_writer.deltalog.snapshot import list_versions, read_commit
+
+    try:
+        versions = [v for v in list_versions(location) if v > after_version]
+    except IcecompatError:
+        return None
+    for v in versions:
+        paths = {a["add"]["path"] for a in read_commit(location, v) if "add" in a}
+        if added_paths and added_paths <= paths:
+            return v
+    return None
+
+
+def _resolve_location(spark: Any, target: Target) -> tuple[str, bool]:
+    """(location, catalog table exists) for a target. Path targets report False for the second value."""
+    from icecompat_writer.jvm import bridge
+
+    if target.table is None:
+        assert target.location is not None
+        return target.location, False
+    if spark.catalog.tableExists(".".join(target.table)):
+        detail = spark.sql(f"DESCRIBE DETAIL {target.sql_name}").collect()[0].asDict()
+        if str(detail.get("format", "")).lower() != "delta":
+            raise IcecompatError(
+                f"table {target.display} is not a Delta table (format {detail.get('format')})"
+            )
+        return str(detail["location"]), True
+    return bridge.default_table_location(spark, target.table), False
+
+
+def _register_table(spark: Any, target: Target, location: str) -> None:
+    escaped = location.replace("\\", "\\\\").replace("'", "\\'")
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {target.sql_name} USING delta LOCATION '{escaped}'")
+
+
+def compat_write(
+    df: DataFrame,
+    target: str | Path,
+    *,
+    mode: str = "errorifexists",
+    partition_by: str | Sequence[str] | None = None,
+    profile: str = "v3",
+    properties: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | None = None,
+    by_position: bool = False,
+) -> WriteResult:
+    """Write ``df`` to a Delta table so that the result is compliant with ``profile``, or refuse.
+
+    ``target`` is a path/URI or a catalog table name. ``mode`` is append, overwrite, errorifexists
+    (error) or ignore. ``properties`` are table properties; ``options`` writer options (mergeSchema,
+    overwriteSchema, replaceWhere, partitionOverwriteMode, txnAppId/txnVersion, userMetadata).
+    Raises :class:`CompatViolation` (every problem at once) when the write cannot be made compliant;
+    the table is then unchanged.
+    """
+    from icecompat_writer.checking.footers import file_facts
+    from icecompat_writer.deltalog.files import AddFile
+    from icecompat_writer.jvm import bridge
+
+    req = _normalise(mode, profile, partition_by, properties, options, by_position)
+    plan_fn, validate_fn = _planner()
+    spark = df.sparkSession
+    tgt = parse_target(target)
+    location, registered = _resolve_location(spark, tgt)
+
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        pending = bridge.PendingWrite(spark, location)
+        previous = _previous_state(pending.snapshot_json())
+        exists = previous is not None or registered
+
+        def skipped(reason: str, *, _attempt: int = attempt) -> WriteResult:
+            return WriteResult(
+                tgt.display, location, req.profile, req.mode, None, skipped=reason, attempts=_attempt
+            )
+
+        if exists and req.mode == "errorifexists":
+            raise TableExistsError(
+                f"{tgt.display} already exists (mode errorifexists); use mode='append' or 'overwrite'"
+            )
+        if exists and req.mode == "ignore":
+            return skipped("the table exists and mode is ignore")
+        if previous is None and req.mode in {"append_existing", "overwrite_existing", "replace"}:
+            raise TableNotFoundError(
+                f"{tgt.display} does not exist; create it first (create()/createOrReplace())"
+            )
+        if req.app_id is not None and req.app_version is not None:
+            done = pending.txn_version(req.app_id)
+            if done >= req.app_version:
+                return skipped(f"txnAppId {req.app_id!r} already committed txnVersion {done}")
+
+        data = df
+        if req.by_position and previous is not None:
+            data = _align_by_position(df, previous)
+        effective_mode = req.mode
+        if req.mode in REPLACE_MODES:
+            effective_mode = "replace"
+        intent = WriteIntent(
+            mode=effective_mode,
+            data_schema=json.loads(data.schema.json()),
+            partition_by=req.partition_by,
+            properties=req.properties,
+            merge_schema=req.merge_schema,
+            overwrite_schema=req.overwrite_schema,
+        )
+        composed = compose_metadata(intent, previous.metadata if previous else None)
+        planned = plan_fn(req.profile, composed, None, previous)
+        problems = validate_fn(req.profile, planned.metadata, planned.protocol, previous)
+        if problems:
+            raise CompatViolation(problems, f"(planning {tgt.display})")
+
+        replace_schema = previous is not None and intent.replaces_schema
+        request = {
+            "mode": "overwrite"
+            if (effective_mode in OVERWRITE_MODES or effective_mode == "replace")
+            else "append",
+            "replaceSchema": replace_schema,
+            "protocol": planned.protocol.to_json(),
+            "metaData": planned.metadata.to_json(),
+            "metadataChanged": previous is None or planned.metadata != previous.metadata,
+            "options": req.options,
+            "txnAppId": req.app_id,
+            "txnVersion": req.app_version,
+        }
+        try:
+            added, removed_count = pending.write(data, request)
+        except IcecompatError:
+            pending.abort()
+            raise
+        adds = [AddFile.from_json(a) for a in added]
+        facts = [file_facts(location, a) for a in adds]
+        file_problems = validate_fn(req.profile, planned.metadata, planned.protocol, previous, files=facts)
+        if file_problems:
+            removed = pending.abort()
+            log.warning("refused after writing: removed %d new data file(s) of %s", removed, tgt.display)
+            raise CompatViolation(
+                file_problems, f"(verifying the new files of {tgt.display}; nothing committed)"
+            )
+        operation = {"userMetadata": req.options["userMetadata"]} if "userMetadata" in req.options else {}
+        try:
+            version = pending.commit(operation)
+        except ConcurrentWriteError as err:
+            pending.abort()
+            log.info("attempt %d on %s lost a race (%s); re-planning", attempt, tgt.display, err)
+            if attempt == MAX_ATTEMPTS:
+                raise
+            continue
+        except IcecompatError:
+            landed = _landed(location, pending.read_version, {a.path for a in adds})
+            if landed is None:
+                pending.abort()
+                raise
+            version = landed
+        if tgt.table is not None and not registered:
+            _register_table(spark, tgt, location)
+        return WriteResult(
+            target=tgt.display,
+            location=location,
+            profile=req.profile,
+            mode=req.mode,
+            version=version,
+            files=tuple(a.path for a in adds),
+            rows=sum(a.num_records or 0 for a in adds),
+            changes=tuple(getattr(planned, "changes", ())),
+            attempts=attempt,
+            removed_files=removed_count,
+        )
+    raise ConcurrentWriteError(f"gave up on {tgt.display} after {MAX_ATTEMPTS} attempts")  # pragma: no cover

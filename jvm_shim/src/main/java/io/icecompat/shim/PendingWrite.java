@@ -1,0 +1,265 @@
+package io.icecompat.shim;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SaveMode;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.delta.DeltaLog;
+import org.apache.spark.sql.delta.DeltaOperations;
+import org.apache.spark.sql.delta.DeltaOptions;
+import org.apache.spark.sql.delta.OptimisticTransaction;
+import org.apache.spark.sql.delta.Snapshot;
+import org.apache.spark.sql.delta.actions.Action;
+import org.apache.spark.sql.delta.actions.AddFile;
+import org.apache.spark.sql.delta.actions.FileAction;
+import org.apache.spark.sql.delta.actions.Metadata;
+import org.apache.spark.sql.delta.actions.Protocol;
+import org.apache.spark.sql.delta.actions.RemoveFile;
+import org.apache.spark.sql.delta.actions.SetTransaction;
+import org.apache.spark.sql.delta.commands.WriteIntoDelta;
+import org.apache.spark.sql.delta.commands.WriteIntoDelta$;
+
+/**
+ * One write, held open across the Python calls that plan, verify and decide it.
+ *
+ * <p>The sequence is: {@link #open} starts a Delta transaction and exposes the snapshot it read; the
+ * Python planner decides the compliant protocol and metadata from that snapshot; {@link #write}
+ * puts them on the transaction and writes the data files (nothing is committed); Python reads the
+ * new files' footers and checks the file-level rules; then {@link #commit} or {@link #abort}.
+ * Because the plan is made from the transaction's own read snapshot, Delta's optimistic
+ * concurrency check at commit time is a check of the plan against the latest table: a conflicting
+ * concurrent change fails the commit and the caller re-plans.
+ */
+public final class PendingWrite {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final SparkSession spark;
+  private final DeltaLog log;
+  private final OptimisticTransaction txn;
+  private final String location;
+  private final List<Action> actions = new ArrayList<>();
+  private final List<String> writtenPaths = new ArrayList<>();
+  private SaveMode saveMode = SaveMode.Append;
+  private scala.Option<scala.collection.immutable.Seq<String>> partitionBy = scala.Option.empty();
+  private scala.Option<String> predicate = scala.Option.empty();
+  private boolean written;
+  private boolean finished;
+
+  private PendingWrite(SparkSession spark, String location) {
+    this.spark = spark;
+    this.location = location;
+    this.log = DeltaLog.forTable(spark, new Path(location));
+    this.txn = log.startTransaction();
+  }
+
+  /** Starts a transaction on the table at {@code location} (which need not exist yet). */
+  public static PendingWrite open(SparkSession spark, String location) {
+    ShimInfo.requireSupportedDelta();
+    return new PendingWrite(spark, location);
+  }
+
+  /** The version the transaction read, -1 for a table that does not exist yet. */
+  public long readVersion() {
+    return txn.readVersion();
+  }
+
+  /** The highest version committed for {@code appId}, -1 when none (Delta's idempotent writes). */
+  public long txnVersion(String appId) {
+    return txn.txnVersion(appId);
+  }
+
+  /** The read snapshot's protocol and metadata as log-action JSON, or {@code {}} for a new table. */
+  public String snapshotJson() throws IOException {
+    ObjectNode out = JSON.createObjectNode();
+    out.put("version", txn.readVersion());
+    if (txn.readVersion() >= 0) {
+      Snapshot snap = txn.snapshot();
+      out.set("protocol", JSON.readTree(snap.protocol().json()).get("protocol"));
+      out.set("metaData", JSON.readTree(snap.metadata().json()).get("metaData"));
+    }
+    return JSON.writeValueAsString(out);
+  }
+
+  /**
+   * Applies the planned protocol and metadata and writes the data files. Returns {@code {"added":
+   * [AddFile...], "removed": n}}: the AddFile actions as they will be committed and how many files
+   * the write removes. Nothing is committed here.
+   *
+   * @param requestJson {@code {"mode": "append"|"overwrite", "replaceSchema": bool, "protocol": {..},
+   *     "metaData": {..}, "metadataChanged": bool, "options": {..}, "txnAppId": s, "txnVersion": n}}
+   */
+  public String write(Dataset<Row> data, String requestJson) throws IOException {
+    if (written || finished) {
+      throw new IllegalStateException("this PendingWrite has already written its files");
+    }
+    written = true;
+    JsonNode req = JSON.readTree(requestJson);
+    String mode = req.path("mode").asText("append");
+    boolean overwrite = "overwrite".equals(mode);
+    boolean replaceSchema = req.path("replaceSchema").asBoolean(false);
+    saveMode = overwrite ? SaveMode.Overwrite : SaveMode.Append;
+
+    Metadata metadata = (Metadata) Action.fromJson(wrap("metaData", req.get("metaData")));
+    Protocol protocol = (Protocol) Action.fromJson(wrap("protocol", req.get("protocol")));
+    partitionBy = scala.Option.apply(Scala.seq(list(metadata.partitionColumns())));
+
+    boolean newTable = txn.readVersion() < 0;
+    if (newTable) {
+      txn.updateMetadataForNewTable(metadata);
+    } else if (req.path("metadataChanged").asBoolean(true)) {
+      if (replaceSchema) {
+        txn.updateMetadataForTableOverwrite(metadata);
+      } else {
+        txn.updateMetadata(metadata, false);
+      }
+    }
+    if (!protocol.equals(txn.protocol())) {
+      txn.updateProtocol(protocol);
+    }
+
+    Map<String, String> options = new HashMap<>();
+    req.path("options").fields().forEachRemaining(e -> options.put(e.getKey(), e.getValue().asText()));
+    // Schema handling was decided by the planner; idempotency is handled here, once.
+    options.remove("mergeSchema");
+    options.remove("overwriteSchema");
+    options.remove("txnAppId");
+    options.remove("txnVersion");
+    predicate = scala.Option.apply(options.get("replaceWhere"));
+
+    List<Action> produced = new ArrayList<>();
+    if (newTable || replaceSchema) {
+      DeltaOptions deltaOptions = new DeltaOptions(Scala.map(options), spark.sessionState().conf());
+      for (FileAction a : iter(txn.writeFiles(data, scala.Option.apply(deltaOptions)))) {
+        produced.add(a);
+      }
+      if (overwrite && !newTable) {
+        long now = System.currentTimeMillis();
+        for (AddFile f : iter(txn.filterFiles())) {
+          produced.add(f.removeWithTimestamp(now, true));
+        }
+      }
+    } else {
+      DeltaOptions deltaOptions = new DeltaOptions(Scala.map(options), spark.sessionState().conf());
+      WriteIntoDelta command =
+          WriteIntoDelta$.MODULE$.apply(
+              log,
+              saveMode,
+              deltaOptions,
+              Scala.seq(list(metadata.partitionColumns())),
+              Scala.map(new HashMap<>()),
+              data,
+              WriteIntoDelta$.MODULE$.apply$default$7(),
+              WriteIntoDelta$.MODULE$.apply$default$8(),
+              WriteIntoDelta$.MODULE$.apply$default$9());
+      for (Action a : iter(command.write(txn, spark, command.write$default$3(), false))) {
+        produced.add(a);
+      }
+    }
+    if (req.hasNonNull("txnAppId") && req.hasNonNull("txnVersion")) {
+      produced.add(
+          new SetTransaction(
+              req.get("txnAppId").asText(),
+              req.get("txnVersion").asLong(),
+              scala.Option.apply((Object) System.currentTimeMillis())));
+    }
+    actions.addAll(produced);
+
+    ArrayNode added = JSON.createArrayNode();
+    int removed = 0;
+    for (Action a : produced) {
+      if (a instanceof AddFile add) {
+        writtenPaths.add(add.path());
+        added.add(JSON.readTree(add.json()).get("add"));
+      } else if (a instanceof RemoveFile) {
+        removed++;
+      }
+    }
+    ObjectNode out = JSON.createObjectNode();
+    out.set("added", added);
+    out.put("removed", removed);
+    return JSON.writeValueAsString(out);
+  }
+
+  /** The table's root location (as given to {@link #open}). */
+  public String location() {
+    return location;
+  }
+
+  /** Commits what {@link #write} produced; returns the committed version. */
+  public long commit(String operationJson) throws IOException {
+    if (!written || finished) {
+      throw new IllegalStateException("nothing to commit: call write() once before commit()");
+    }
+    JsonNode op = JSON.readTree(operationJson == null ? "{}" : operationJson);
+    scala.Option<String> userMetadata =
+        op.hasNonNull("userMetadata") ? scala.Option.apply(op.get("userMetadata").asText()) : scala.Option.empty();
+    DeltaOperations.Write operation =
+        new DeltaOperations.Write(
+            saveMode,
+            partitionBy,
+            predicate,
+            userMetadata,
+            scala.Option.empty(),
+            scala.Option.empty(),
+            scala.Option.empty(),
+            scala.Option.empty(),
+            scala.Option.empty());
+    finished = true;
+    return txn.commit(Scala.seq(actions), operation);
+  }
+
+  /** Deletes the data files this write created (only those); the table's log is never touched. */
+  public int abort() throws IOException {
+    finished = true;
+    int deleted = 0;
+    Path root = new Path(location);
+    FileSystem fs = root.getFileSystem(spark.sessionState().newHadoopConf());
+    for (String p : writtenPaths) {
+      if (fs.delete(resolve(root, p), false)) {
+        deleted++;
+      }
+    }
+    return deleted;
+  }
+
+  /** An AddFile path (URL-encoded, relative to the root or absolute) as a Hadoop path. */
+  private static Path resolve(Path root, String addPath) throws IOException {
+    try {
+      Path child = new Path(new java.net.URI(addPath));
+      return child.isAbsolute() ? child : new Path(root, child);
+    } catch (java.net.URISyntaxException e) {
+      throw new IOException("not a valid AddFile path: " + addPath, e);
+    }
+  }
+
+  private static String wrap(String key, JsonNode value) throws IOException {
+    ObjectNode node = JSON.createObjectNode();
+    node.set(key, value);
+    return JSON.writeValueAsString(node);
+  }
+
+  private static <T> List<T> list(scala.collection.Iterable<T> seq) {
+    List<T> out = new ArrayList<>();
+    for (T item : iter(seq)) {
+      out.add(item);
+    }
+    return out;
+  }
+
+  private static <T> Iterable<T> iter(scala.collection.Iterable<T> seq) {
+    Iterator<T> it = scala.jdk.javaapi.CollectionConverters.asJava(seq.iterator());
+    return () -> it;
+  }
+}
