@@ -32,6 +32,7 @@ __all__ = [
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 SHIM_JAR_NAME = "icecompat-shim.jar"
+AGENT_JAR_NAME = "icecompat-agent.jar"
 JARS_DIR_ENV = "ICECOMPAT_JARS_DIR"
 
 # Small, local, quiet: what a laptop, a notebook and a 2-core CI machine want by default. Every entry
@@ -67,10 +68,24 @@ def runtime_jars() -> list[Path]:
             f"the icecompat shim jar is missing ({shim}); build it with `bin/setup` "
             f"(Maven, jvm_shim/pom.xml) or point {JARS_DIR_ENV} at a folder that has it"
         )
-    others = sorted(p for p in folder.glob("*.jar") if p.name != SHIM_JAR_NAME)
+    others = sorted(p for p in folder.glob("*.jar") if p.name not in {SHIM_JAR_NAME, AGENT_JAR_NAME})
     if not any(p.name.startswith("delta-spark_") for p in others):
         raise SetupError(f"no delta-spark jar in {folder}; rebuild the shim with `bin/setup`")
     return [shim, *others]
+
+
+def agent_jar() -> Path:
+    """The driver agent that teaches delta-spark the writer-compat features (see jvm_shim)."""
+    jar = jars_dir() / AGENT_JAR_NAME
+    if not jar.is_file():
+        raise SetupError(f"the icecompat agent jar is missing ({jar}); build it with `bin/setup`")
+    return jar
+
+
+def _append_java_option(existing: str | None, option: str) -> str:
+    """Append a JVM option to a space-separated option string unless it is already there."""
+    current = (existing or "").split()
+    return " ".join([*current, option]) if option not in current else " ".join(current)
 
 
 def _append_csv(existing: str | None, items: Iterable[str]) -> str:
@@ -142,6 +157,10 @@ def configure(builder: SparkSession.Builder, *, lean: bool = True) -> SparkSessi
     builder.config(
         "spark.sql.extensions", _append_csv(options.get("spark.sql.extensions"), [DELTA_EXTENSION])
     )
+    builder.config(
+        "spark.driver.extraJavaOptions",
+        _append_java_option(options.get("spark.driver.extraJavaOptions"), f"-javaagent:{agent_jar()}"),
+    )
     if "spark.sql.catalog.spark_catalog" not in options:
         builder.config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
     if lean:
@@ -162,9 +181,10 @@ def spark_defaults(relative_to: Path | None = None) -> str:
     Jar paths are absolute, or relative to ``relative_to`` (the committed ``conf/spark-defaults.conf``
     is this text rendered relative to the project root, and a test keeps the two equal).
     """
-    paths = []
-    for jar in runtime_jars():
-        paths.append(str(jar.relative_to(relative_to)) if relative_to is not None else str(jar))
+    def shown(jar: Path) -> str:
+        return str(jar.relative_to(relative_to)) if relative_to is not None else str(jar)
+
+    paths = [shown(jar) for jar in runtime_jars()]
     where = (
         "The jar paths below are relative to the project root; from anywhere else, print a copy with\n"
         "# absolute paths with `icecompat conf` (see conf/README.md). The jars are built by `bin/setup`."
@@ -177,6 +197,9 @@ def spark_defaults(relative_to: Path | None = None) -> str:
         f"# {where}",
         "",
         "spark.jars  " + ",".join(paths),
+        "",
+        "# The driver agent that teaches delta-spark the icebergWriterCompatV1/V3 table features.",
+        f"spark.driver.extraJavaOptions  -javaagent:{shown(agent_jar())}",
         "",
         "# Delta's own extension and catalog. Append further extensions after Delta's (comma-separated).",
         f"spark.sql.extensions              {DELTA_EXTENSION}",

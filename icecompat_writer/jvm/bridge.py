@@ -119,6 +119,22 @@ def require_supported_delta(spark: SparkSession) -> None:
         )
 
 
+def activate_writer_features(spark: SparkSession) -> None:
+    """Make delta-spark accept icebergWriterCompatV1/V3 (needs the driver agent), or SetupError."""
+    features = shim_class(spark, "features.WriterCompatFeatures")
+    try:
+        features.activate()
+    except Py4JJavaError as err:
+        raise SetupError(str(translate(err))) from None
+
+
+def writer_features_status(spark: SparkSession) -> dict[str, Any]:
+    """What the agent did and whether Delta knows the writer-compat features (for diagnostics)."""
+    features = shim_class(spark, "features.WriterCompatFeatures")
+    known = bool(call(features.featuresKnown))  # first: it loads (and so patches) Delta's feature class
+    return {"agent": str(call(features.agentStatus)), "features_known": known}
+
+
 class PendingWrite:
     """A Delta transaction held open in the driver across plan, write, verify and commit.
 

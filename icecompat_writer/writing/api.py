@@ -264,6 +264,8 @@ def compat_write(
     req = _normalise(mode, profile, partition_by, properties, options, by_position)
     plan_fn, validate_fn = _planner()
     spark = df.sparkSession
+    if req.profile.startswith("writer-"):
+        bridge.activate_writer_features(spark)
     tgt = parse_target(target)
     location, registered = _resolve_location(spark, tgt)
 
