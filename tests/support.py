@@ -1,0 +1,129 @@
+"""Independent observations of real tables: the log's JSON and the Parquet footers, read directly.
+
+These helpers deliberately do not use the package's own reader or rules, so a test that asserts
+through them cannot agree with a bug in the code it tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """Every file below ``root`` (relative path -> sha256): equal digests mean an untouched table."""
+    if not root.exists():
+        return {}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def commits(root: Path) -> list[list[dict[str, Any]]]:
+    """The actions of every JSON commit, in version order."""
+    files = sorted((root / "_delta_log").glob("[0-9]" * 20 + ".json"))
+    return [[json.loads(line) for line in f.read_text().splitlines() if line.strip()] for f in files]
+
+
+def latest(root: Path, kind: str) -> dict[str, Any]:
+    """The newest ``protocol`` or ``metaData`` action across the JSON commits."""
+    found: dict[str, Any] | None = None
+    for actions in commits(root):
+        for a in actions:
+            if kind in a:
+                found = a[kind]
+    assert found is not None, f"no {kind} action in {root}"
+    return found
+
+
+def live_adds(root: Path) -> list[dict[str, Any]]:
+    """Live AddFiles after replaying adds and removes of the JSON commits."""
+    live: dict[str, dict[str, Any]] = {}
+    for actions in commits(root):
+        for a in actions:
+            if "add" in a:
+                live[a["add"]["path"]] = a["add"]
+            elif "remove" in a:
+                live.pop(a["remove"]["path"], None)
+    return list(live.values())
+
+
+def data_file(root: Path, add: dict[str, Any]) -> Path:
+    return root / unquote(add["path"])
+
+
+def expected_field_ids(schema: dict[str, Any]) -> dict[str, int]:
+    """Physical path (Parquet names: ``col-4.element``, ``col-7.key``) -> id, from the Delta schema."""
+    out: dict[str, int] = {}
+
+    def nested(t: Any, path: str, ids: dict[str, int]) -> None:
+        if not isinstance(t, dict):
+            return
+        if t["type"] == "struct":
+            walk(t, path)
+        elif t["type"] == "array":
+            out[f"{path}.element"] = ids[f"{path}.element"]
+            nested(t["elementType"], f"{path}.element", ids)
+        elif t["type"] == "map":
+            out[f"{path}.key"] = ids[f"{path}.key"]
+            out[f"{path}.value"] = ids[f"{path}.value"]
+            nested(t["keyType"], f"{path}.key", ids)
+            nested(t["valueType"], f"{path}.value", ids)
+
+    def walk(struct: dict[str, Any], prefix: str) -> None:
+        for f in struct["fields"]:
+            meta = f["metadata"]
+            phys = meta["delta.columnMapping.physicalName"]
+            path = f"{prefix}.{phys}" if prefix else phys
+            out[path] = int(meta["delta.columnMapping.id"])
+            ids = {
+                (f"{prefix}.{k}" if prefix else k): int(v)
+                for k, v in (meta.get("delta.columnMapping.nested.ids") or {}).items()
+            }
+            nested(f["type"], path, ids)
+
+    walk(schema, "")
+    return out
+
+
+def parquet_field_ids(path: Path) -> dict[str, int | None]:
+    """Arrow-level path (list element ``element``, map ``key``/``value``) -> the file's field id."""
+    out: dict[str, int | None] = {}
+
+    def fid(field: pa.Field) -> int | None:
+        raw = (field.metadata or {}).get(b"PARQUET:field_id")
+        return None if raw is None else int(raw)
+
+    def walk(field: pa.Field, path: str) -> None:
+        out[path] = fid(field)
+        t = field.type
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                walk(t.field(i), f"{path}.{t.field(i).name}")
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            walk(t.value_field, f"{path}.element")
+        elif pa.types.is_map(t):
+            walk(t.key_field, f"{path}.key")
+            walk(t.item_field, f"{path}.value")
+
+    for f in pq.ParquetFile(path).schema_arrow:
+        walk(f, f.name)
+    return out
+
+
+def physical_types(path: Path) -> dict[str, str]:
+    """Leaf column path -> Parquet physical type (``INT64``, ``INT96``, ...)."""
+    schema = pq.ParquetFile(path).schema
+    return {schema.column(i).path: schema.column(i).physical_type for i in range(len(schema))}
+
+
+def parquet_rows(path: Path) -> int:
+    return pq.ParquetFile(path).metadata.num_rows
