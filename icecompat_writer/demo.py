@@ -52,19 +52,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(first)
         for change in first.changes:
             print(f"  planned: {change}")
-        more = (
-            orders.limit(1)
-            .selectExpr("order_id + 10 as order_id", "*")
-            .drop("order_id")
-            .selectExpr(
-                "order_id",
-                "region",
-                "placed_at",
-                "customer",
-                "items",
-                "tags",
-                "cast(9.5 as double) as discount",
-            )
+        # a later batch brings a new column: schema evolution keeps ids and col-<id> names stable
+        more = orders.limit(1).selectExpr(
+            "order_id + 10 as order_id",
+            "region",
+            "placed_at",
+            "customer",
+            "items",
+            "tags",
+            "9.5d as discount",
         )
         second = compat_write(
             more, str(table), mode="append", profile=args.profile, options={"mergeSchema": "true"}
