@@ -1,0 +1,1 @@
+"""Checking Delta tables for Iceberg compatibility without Spark: footers, facts, rules."""

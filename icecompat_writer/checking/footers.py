@@ -1,0 +1,342 @@
+"""Reading Parquet footers (never data) into the facts the file-level rules check.
+
+Iceberg resolves columns by field id, so the checker must see every id a file carries, on every node:
+struct fields, LIST elements, MAP keys and values. pyarrow's Arrow schema keeps ids only on the nodes
+Arrow has (it folds the LIST/MAP wrapper levels away) and its ``ParquetSchema`` lists leaf columns
+only, so neither shows the file's real tree. The schema tree is therefore decoded here from the
+footer's Thrift ``FileMetaData`` (compact protocol, the ``schema`` list only), which is exactly what the
+file says, including legacy two-level lists and ids on repeated groups. pyarrow still opens the footer
+first: it validates the file and provides the row count, ``created_by``, the key-value metadata and
+the leaf logical-type text (so that text is identical to what pyarrow prints elsewhere).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from icecompat_writer.deltalog.files import AddFile
+from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
+from icecompat_writer.errors import TableReadError
+from icecompat_writer.facts import DataFileFacts, ParquetField, ParquetFooter
+
+__all__ = ["FooterReadError", "file_facts", "read_footer"]
+
+_MAGIC = b"PAR1"
+_ENCRYPTED_MAGIC = b"PARE"
+_PHYSICAL = (
+    "BOOLEAN",
+    "INT32",
+    "INT64",
+    "INT96",
+    "FLOAT",
+    "DOUBLE",
+    "BYTE_ARRAY",
+    "FIXED_LEN_BYTE_ARRAY",
+)
+_REPETITION = ("REQUIRED", "OPTIONAL", "REPEATED")
+# parquet.thrift ConvertedType values that annotate groups.
+_GROUP_CONVERTED = {1: "MAP", 2: "MAP_KEY_VALUE", 3: "LIST"}
+# parquet.thrift LogicalType union members that annotate groups.
+_GROUP_LOGICAL = {2: "MAP", 3: "LIST", 16: "VARIANT"}
+
+
+class FooterReadError(TableReadError):
+    """A data file's footer could not be read: missing, not Parquet, truncated, encrypted.
+
+    The checker turns it into a finding for that one file; the rest of the table is still checked.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
+        super().__init__(f"cannot read the Parquet footer of {os.fspath(path)}: {reason}")
+        self.path = os.fspath(path)
+        self.reason = reason
+
+
+def read_footer(path: str | os.PathLike[str]) -> ParquetFooter:
+    """The footer of one Parquet file: row count, writer, key-value metadata and the schema tree.
+
+    Only the footer is read. Raises :class:`FooterReadError` for a missing, empty, truncated,
+    encrypted or non-Parquet file.
+    """
+    p = Path(path)
+    raw_schema = _read_thrift_schema(p)
+    try:
+        meta = pq.read_metadata(p)
+    except (OSError, pa.ArrowException, ValueError) as e:
+        raise FooterReadError(p, f"pyarrow cannot open it ({e})") from e
+    leaves = meta.schema
+    kv = meta.metadata or {}
+    key_value = {
+        k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in kv.items() if v is not None
+    }
+    fields = _build_tree(p, raw_schema, leaves)
+    return ParquetFooter(
+        num_rows=meta.num_rows,
+        fields=fields,
+        created_by=meta.created_by,
+        key_value_metadata=MappingProxyType(key_value),
+    )
+
+
+def file_facts(table_root: str | Path, add_file: AddFile, read_footer: bool = True) -> DataFileFacts:
+    """Facts of one live data file: its AddFile's claims and, if asked, its footer.
+
+    A path that resolves outside the table root is never opened; like an unreadable footer it ends
+    up in ``footer_error``, so one bad file never stops the audit of the others.
+    """
+    footer: ParquetFooter | None = None
+    error: str | None = None
+    if read_footer:
+        root = table_root_path(table_root)
+        local = resolve_data_path(root, add_file.path)
+        if local is None:
+            error = f"path {add_file.path!r} resolves outside the table root {root}; not opened"
+        else:
+            try:
+                footer = _read_footer(local)
+            except FooterReadError as e:
+                error = str(e)
+    return DataFileFacts(
+        path=add_file.path,
+        partition_values=add_file.partition_values,
+        num_records=add_file.num_records,
+        has_stats=bool(add_file.stats),
+        base_row_id=add_file.base_row_id,
+        default_row_commit_version=add_file.default_row_commit_version,
+        has_deletion_vector=add_file.deletion_vector is not None,
+        footer=footer,
+        footer_error=error,
+    )
+
+
+_read_footer = read_footer  # file_facts's parameter shadows the function's name
+
+
+# --- the footer's schema list ----------------------------------------------------------------------
+
+
+def _read_thrift_schema(path: Path) -> list[dict[int, Any]]:
+    """The ``schema`` list of the footer's FileMetaData: one dict (field id -> value) per element."""
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size < 12:
+                raise FooterReadError(path, f"{size} bytes is too small for a Parquet file")
+            fh.seek(size - 8)
+            tail = fh.read(8)
+            if tail[4:] == _ENCRYPTED_MAGIC:
+                raise FooterReadError(path, "the footer is encrypted")
+            if tail[4:] != _MAGIC:
+                raise FooterReadError(path, "no Parquet magic at the end (not Parquet, or truncated)")
+            (length,) = struct.unpack("<I", tail[:4])
+            if length <= 0 or length > size - 12:
+                raise FooterReadError(path, f"footer length {length} does not fit a {size}-byte file")
+            fh.seek(0)
+            if fh.read(4) != _MAGIC:
+                raise FooterReadError(path, "no Parquet magic at the start")
+            fh.seek(size - 8 - length)
+            data = fh.read(length)
+    except FileNotFoundError:
+        raise FooterReadError(path, "the file does not exist") from None
+    except IsADirectoryError:
+        raise FooterReadError(path, "it is a directory") from None
+    except OSError as e:
+        raise FooterReadError(path, str(e)) from e
+    try:
+        return _CompactReader(data).file_metadata_schema()
+    except (IndexError, ValueError, struct.error, UnicodeDecodeError) as e:
+        raise FooterReadError(path, f"the footer is damaged ({e})") from e
+
+
+class _CompactReader:
+    """Just enough of Thrift's compact protocol to walk FileMetaData up to its schema list.
+
+    FileMetaData's fields are written in id order (1 version, 2 schema, 3 num_rows, 4 row_groups,
+    ...), so decoding stops once field 2 is read: row-group metadata, the large part of a big footer,
+    is never decoded.
+    """
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def byte(self) -> int:
+        b = self.data[self.pos]
+        self.pos += 1
+        return b
+
+    def varint(self) -> int:
+        shift = result = 0
+        while True:
+            b = self.byte()
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return result
+            shift += 7
+            if shift > 70:
+                raise ValueError("varint too long")
+
+    def zigzag(self) -> int:
+        n = self.varint()
+        return (n >> 1) ^ -(n & 1)
+
+    def binary(self) -> bytes:
+        n = self.varint()
+        if n < 0 or self.pos + n > len(self.data):
+            raise ValueError("binary length beyond the footer")
+        out = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return out
+
+    def value(self, ttype: int) -> Any:
+        if ttype == 1:
+            return True
+        if ttype == 2:
+            return False
+        if ttype == 3:
+            b = self.byte()
+            return b - 256 if b > 127 else b
+        if ttype in (4, 5, 6):
+            return self.zigzag()
+        if ttype == 7:
+            out = struct.unpack("<d", self.data[self.pos : self.pos + 8])[0]
+            self.pos += 8
+            return out
+        if ttype == 8:
+            return self.binary()
+        if ttype in (9, 10):
+            return self.list_()
+        if ttype == 11:
+            return self.map_()
+        if ttype == 12:
+            return self.struct_()
+        raise ValueError(f"unknown thrift type {ttype}")
+
+    def list_(self) -> list[Any]:
+        header = self.byte()
+        size, etype = header >> 4, header & 0x0F
+        if size == 15:
+            size = self.varint()
+        if etype in (1, 2):  # booleans in a list are one byte each
+            return [self.byte() == 1 for _ in range(size)]
+        return [self.value(etype) for _ in range(size)]
+
+    def map_(self) -> dict[Any, Any]:
+        size = self.varint()
+        if size == 0:
+            return {}
+        types = self.byte()
+        ktype, vtype = types >> 4, types & 0x0F
+        return {self.value(ktype): self.value(vtype) for _ in range(size)}
+
+    def field_header(self, last_id: int) -> tuple[int, int] | None:
+        header = self.byte()
+        if header == 0:
+            return None
+        delta, ttype = header >> 4, header & 0x0F
+        field_id = last_id + delta if delta else self.zigzag()
+        return field_id, ttype
+
+    def struct_(self) -> dict[int, Any]:
+        out: dict[int, Any] = {}
+        last = 0
+        while (header := self.field_header(last)) is not None:
+            last, ttype = header
+            out[last] = self.value(ttype)
+        return out
+
+    def file_metadata_schema(self) -> list[dict[int, Any]]:
+        last = 0
+        while (header := self.field_header(last)) is not None:
+            last, ttype = header
+            if last == 2:
+                if ttype != 9:
+                    raise ValueError("FileMetaData.schema is not a list")
+                schema = self.list_()
+                if not schema or not all(isinstance(e, dict) for e in schema):
+                    raise ValueError("FileMetaData.schema is empty or malformed")
+                return schema
+            self.value(ttype)
+        raise ValueError("FileMetaData has no schema")
+
+
+def _build_tree(
+    path: Path, elements: list[dict[int, Any]], leaves: pq.ParquetSchema
+) -> tuple[ParquetField, ...]:
+    """Rebuild the tree from the flattened (pre-order, ``num_children``) schema list.
+
+    Leaf nodes take their logical-type text from pyarrow's column descriptors, matched by position
+    (both enumerate leaves depth-first); the counts must agree or the footer is not what pyarrow saw.
+    """
+    leaf_types: list[str | None] = []
+    for i in range(len(leaves)):
+        col = leaves.column(i)
+        text = str(col.logical_type)
+        leaf_types.append(None if text in ("None", "") else text)
+    pos = 1  # element 0 is the root
+    leaf_index = 0
+
+    def node() -> ParquetField:
+        nonlocal pos, leaf_index
+        if pos >= len(elements):
+            raise FooterReadError(path, "the schema list ends inside a group")
+        el = elements[pos]
+        pos += 1
+        name_raw = el.get(4, b"")
+        name = name_raw.decode("utf-8", "replace") if isinstance(name_raw, bytes) else str(name_raw)
+        repetition = _enum(_REPETITION, el.get(3))
+        field_id = el.get(9)
+        num_children = el.get(5)
+        if num_children is not None and el.get(1) is None:
+            children = tuple(node() for _ in range(num_children))
+            return ParquetField(
+                name=name,
+                field_id=field_id,
+                physical_type=None,
+                logical_type=_group_logical(el),
+                repetition=repetition,
+                children=children,
+            )
+        if leaf_index >= len(leaf_types):
+            raise FooterReadError(path, "the footer has more leaf columns than pyarrow reports")
+        logical = leaf_types[leaf_index]
+        leaf_index += 1
+        return ParquetField(
+            name=name,
+            field_id=field_id,
+            physical_type=_enum(_PHYSICAL, el.get(1)),
+            logical_type=logical,
+            repetition=repetition,
+        )
+
+    root_children = elements[0].get(5) or 0
+    fields = tuple(node() for _ in range(root_children))
+    if leaf_index != len(leaf_types) or pos != len(elements):
+        raise FooterReadError(path, "the footer's schema list does not match its column count")
+    return fields
+
+
+def _enum(names: tuple[str, ...], value: Any) -> str | None:
+    if isinstance(value, int) and 0 <= value < len(names):
+        return names[value]
+    return None if value is None else f"UNKNOWN({value})"
+
+
+def _group_logical(el: Mapping[int, Any]) -> str | None:
+    logical = el.get(10)
+    if isinstance(logical, dict) and logical:
+        member = next(iter(logical))
+        if member in _GROUP_LOGICAL:
+            return _GROUP_LOGICAL[member]
+    converted = el.get(6)
+    if isinstance(converted, int):
+        return _GROUP_CONVERTED.get(converted)
+    return None

@@ -1,0 +1,217 @@
+"""Reading the two file formats of a Delta log: newline-delimited JSON and checkpoint Parquet.
+
+Both readers hand back actions in one shape, the JSON one (``{"add": {...}}`` becomes ``("add",
+{...})``), so reconciliation has a single code path whatever file an action came from. Checkpoint
+Parquet is read with pyarrow, projecting only the action columns replay needs and, inside ``add``, only
+the fields an AddFile has (never ``stats_parsed``/``partitionValues_parsed``, which can be wider than
+everything else together); ``remove`` rows of a checkpoint are tombstones for VACUUM and are not read at
+all. Conversion to Python is done column by column on the valid rows only: that is what keeps a
+100,000-file checkpoint in the second range.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .findings import FindingCode, LogFinding
+
+__all__ = [
+    "ADD_FIELDS",
+    "NON_FILE_ACTIONS",
+    "JsonActions",
+    "ParquetActions",
+    "iter_json_lines",
+    "read_json_actions",
+    "read_parquet_actions",
+]
+
+# Fields of ``add`` that AddFile carries; read from checkpoints when present in the file's schema.
+ADD_FIELDS: tuple[str, ...] = (
+    "path",
+    "partitionValues",
+    "size",
+    "modificationTime",
+    "dataChange",
+    "stats",
+    "tags",
+    "deletionVector",
+    "baseRowId",
+    "defaultRowCommitVersion",
+    "clusteringProvider",
+)
+# Checkpoint columns that hold one action each and are few per file.
+NON_FILE_ACTIONS: tuple[str, ...] = (
+    "protocol",
+    "metaData",
+    "txn",
+    "domainMetadata",
+    "checkpointMetadata",
+    "sidecar",
+)
+_BATCH_ROWS = 65_536
+
+
+@dataclass
+class JsonActions:
+    """The actions of one JSON log file, in file order, and the lines that could not be used."""
+
+    actions: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    findings: list[LogFinding] = field(default_factory=list)
+
+
+@dataclass
+class ParquetActions:
+    """The actions of one checkpoint Parquet file: non-file actions, then the ``add`` objects."""
+
+    non_file: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    adds: list[dict[str, Any]] = field(default_factory=list)
+
+
+def iter_json_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """``(line_number, raw_line)`` for every non-blank line, 1-based. Opening errors propagate."""
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if raw.strip():
+                yield number, raw
+
+
+def read_json_actions(path: Path, display_name: str) -> JsonActions:
+    """All actions of a JSON commit / compaction / V2 checkpoint file.
+
+    A line that is not a JSON object becomes a finding and is skipped: one torn write must not hide
+    the rest of the log. A line may in principle carry several actions; each key is one action.
+    ``OSError`` from opening the file propagates (the caller decides what a missing file means).
+    """
+    out = JsonActions()
+    append = out.actions.append
+    loads = json.loads
+    for number, raw in iter_json_lines(path):
+        try:
+            obj = loads(raw)
+        except ValueError as e:
+            truncated = not raw.endswith(b"\n")
+            out.findings.append(
+                LogFinding(
+                    FindingCode.CORRUPT_LINE,
+                    ("truncated line (no newline at end of file)" if truncated else "line is not valid JSON")
+                    + f": {_short(e)}; the line was skipped",
+                    display_name,
+                    number,
+                )
+            )
+            continue
+        if not isinstance(obj, dict):
+            out.findings.append(
+                LogFinding(
+                    FindingCode.CORRUPT_LINE,
+                    f"line is JSON but not an object ({type(obj).__name__}); the line was skipped",
+                    display_name,
+                    number,
+                )
+            )
+            continue
+        for name, action in obj.items():
+            if not isinstance(action, dict):
+                out.findings.append(
+                    LogFinding(
+                        FindingCode.INVALID_ACTION,
+                        f"action {name!r} is not an object; it was skipped",
+                        display_name,
+                        number,
+                    )
+                )
+                continue
+            append((name, action))
+    return out
+
+
+def read_parquet_actions(path: Path, *, with_adds: bool = True) -> ParquetActions:
+    """The actions of one checkpoint part, V2 checkpoint or sidecar file.
+
+    Raises whatever pyarrow raises for an unreadable file (``OSError``, ``pyarrow.ArrowException``);
+    the caller turns it into a finding and a fallback.
+    """
+    out = ParquetActions()
+    pf = pq.ParquetFile(path)
+    try:
+        schema = pf.schema_arrow
+        names = set(schema.names)
+        non_file = [c for c in NON_FILE_ACTIONS if c in names]
+        columns: list[str] = list(non_file)
+        add_fields: list[str] = []
+        if with_adds and "add" in names:
+            add_type = schema.field("add").type
+            if pa.types.is_struct(add_type):
+                present = {add_type.field(i).name for i in range(add_type.num_fields)}
+                add_fields = [f for f in ADD_FIELDS if f in present]
+                columns.extend(f"add.{f}" for f in add_fields)
+        if not columns:
+            return out
+        for batch in pf.iter_batches(columns=columns, batch_size=_BATCH_ROWS, use_threads=True):
+            for name in non_file:
+                arr = batch.column(name)
+                if arr.null_count == len(arr):
+                    continue
+                valid = arr.filter(arr.is_valid())
+                for row in valid.to_pylist():
+                    out.non_file.append((name, _maps_to_dicts(row, valid.type)))
+            if add_fields:
+                out.adds.extend(_adds_from_column(batch.column("add"), add_fields))
+    finally:
+        pf.close()
+    return out
+
+
+def _adds_from_column(arr: pa.StructArray, add_fields: list[str]) -> list[dict[str, Any]]:
+    """Valid rows of an ``add`` struct column as JSON-shaped dicts, converted column by column."""
+    if arr.null_count == len(arr):
+        return []
+    if arr.null_count:
+        arr = arr.filter(arr.is_valid())
+    columns: list[list[Any]] = []
+    for name in add_fields:
+        child = arr.field(name)
+        values = child.to_pylist()
+        if pa.types.is_map(child.type):
+            values = [None if v is None else dict(v) for v in values]
+        elif name == "deletionVector":
+            values = [None if v is None else _drop_none(v) for v in values]
+        columns.append(values)
+    names = add_fields
+    result: list[dict[str, Any]] = []
+    append = result.append
+    for row in zip(*columns, strict=True):
+        append({k: v for k, v in zip(names, row, strict=True) if v is not None})
+    return result
+
+
+def _drop_none(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if v is not None}
+
+
+def _maps_to_dicts(value: Any, type_: pa.DataType) -> Any:
+    """Turn pyarrow's list-of-pairs map values back into dicts, recursively (JSON shape)."""
+    if value is None:
+        return None
+    if pa.types.is_map(type_):
+        return {k: _maps_to_dicts(v, type_.item_type) for k, v in value}
+    if pa.types.is_struct(type_):
+        return {
+            type_.field(i).name: _maps_to_dicts(value.get(type_.field(i).name), type_.field(i).type)
+            for i in range(type_.num_fields)
+        }
+    if pa.types.is_list(type_) or pa.types.is_large_list(type_):
+        return [_maps_to_dicts(v, type_.value_type) for v in value]
+    return value
+
+
+def _short(e: Exception) -> str:
+    text = str(e)
+    return text if len(text) <= 120 else text[:117] + "..."

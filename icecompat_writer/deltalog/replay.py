@@ -1,0 +1,619 @@
+"""Choosing the log files that make up one version, and reconciling their actions.
+
+Selection (PROTOCOL.md "Checkpoints", "Log Compaction Files", "Last Checkpoint File"): the newest
+complete checkpoint at or below the wanted version, then every commit after it. A multi-part checkpoint
+with a missing part is never used. ``_last_checkpoint`` is only a hint: it is checked against the
+directory listing, and the listing decides. A compaction file ``x.y.compacted.json`` stands in for the
+commits ``x..y`` when it fits inside the range to replay, which also makes a version readable whose own
+commit file is gone but is covered.
+
+When the preferred checkpoint cannot be read (corrupt Parquet, a missing sidecar), the next older one
+is tried, then a replay from version 0; only if nothing complete works is the newest option replayed
+leniently, with every gap reported. Each step leaves a finding, so the checker can say what it saw.
+
+Reconciliation ("Action Reconciliation"): latest protocol and metaData win; logical files are keyed by
+``(path, deletionVector.uniqueId)``, the newest action per key wins and a remove deletes the key; the
+latest ``txn`` per appId wins; the latest ``domainMetadata`` per domain wins and a ``removed`` one
+deletes it. Actions of a commit are applied in file order, as delta-spark does.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from icecompat_writer.errors import TableReadError
+
+from .files import dv_unique_id
+from .findings import FindingCode, LogFinding
+from .paths import (
+    DELTA_LOG_DIR,
+    LAST_CHECKPOINT_FILE,
+    SIDECARS_DIR,
+    LogFile,
+    LogFileKind,
+    commit_file_name,
+    list_log_files,
+    resolve_data_path,
+)
+from .readers import read_json_actions, read_parquet_actions
+
+__all__ = [
+    "CheckpointCandidate",
+    "LogListing",
+    "ReplayResult",
+    "list_log",
+    "replay",
+]
+
+FileKey = tuple[str, str | None]
+# Order of preference among checkpoints of one version: V2 (UUID-named) first, multi-part last.
+_KIND_RANK = {
+    LogFileKind.UUID_CHECKPOINT: 0,
+    LogFileKind.CLASSIC_CHECKPOINT: 1,
+    LogFileKind.MULTIPART_CHECKPOINT: 2,
+}
+_CATALOG_FEATURES = frozenset({"catalogManaged", "catalogOwned-preview"})
+
+
+@dataclass(frozen=True)
+class CheckpointCandidate:
+    """One complete checkpoint: a single file, or every part of a multi-part checkpoint in order."""
+
+    version: int
+    kind: LogFileKind
+    files: tuple[LogFile, ...]
+
+
+@dataclass
+class LogListing:
+    """What ``_delta_log`` holds, grouped for segment selection."""
+
+    table_root: Path
+    log_dir: Path
+    commits: dict[int, LogFile] = field(default_factory=dict)
+    compactions: dict[int, list[LogFile]] = field(default_factory=dict)
+    checkpoints: list[CheckpointCandidate] = field(default_factory=list)
+    incomplete_checkpoints: list[tuple[int, int, tuple[int, ...]]] = field(default_factory=list)
+
+    def rel(self, path: Path) -> str:
+        """``path`` relative to the table root, for findings."""
+        try:
+            return path.relative_to(self.table_root).as_posix()
+        except ValueError:
+            return str(path)
+
+    @property
+    def latest_version(self) -> int | None:
+        """The newest version any file names (commit, complete checkpoint, compaction end)."""
+        versions = list(self.commits)
+        versions.extend(c.version for c in self.checkpoints)
+        versions.extend(c.end_version for cs in self.compactions.values() for c in cs if c.end_version)
+        return max(versions) if versions else None
+
+    def version_exists(self, version: int) -> bool:
+        """Whether ``version`` has a file of its own: its commit, a checkpoint, or a compaction end."""
+        if version in self.commits or any(c.version == version for c in self.checkpoints):
+            return True
+        return any(c.end_version == version for cs in self.compactions.values() for c in cs)
+
+
+def list_log(table_root: Path) -> LogListing:
+    """List and classify ``<table_root>/_delta_log``; TableReadError when there is no log."""
+    log_dir = table_root / DELTA_LOG_DIR
+    listing = LogListing(table_root=table_root, log_dir=log_dir)
+    parts: dict[tuple[int, int], dict[int, LogFile]] = {}
+    for lf in list_log_files(log_dir):
+        if lf.kind is LogFileKind.COMMIT:
+            listing.commits[lf.version] = lf
+        elif lf.kind is LogFileKind.COMPACTION:
+            listing.compactions.setdefault(lf.version, []).append(lf)
+        elif lf.kind is LogFileKind.MULTIPART_CHECKPOINT:
+            assert lf.num_parts is not None and lf.part is not None
+            parts.setdefault((lf.version, lf.num_parts), {})[lf.part] = lf
+        elif lf.kind in (LogFileKind.CLASSIC_CHECKPOINT, LogFileKind.UUID_CHECKPOINT):
+            listing.checkpoints.append(CheckpointCandidate(lf.version, lf.kind, (lf,)))
+    for (version, num_parts), found in parts.items():
+        if len(found) == num_parts:
+            ordered = tuple(found[i] for i in range(1, num_parts + 1))
+            listing.checkpoints.append(
+                CheckpointCandidate(version, LogFileKind.MULTIPART_CHECKPOINT, ordered)
+            )
+        else:
+            listing.incomplete_checkpoints.append((version, num_parts, tuple(sorted(found))))
+    listing.checkpoints.sort(key=lambda c: (-c.version, _KIND_RANK[c.kind], c.files[0].name))
+    return listing
+
+
+@dataclass
+class ReplayResult:
+    """Reconciled raw actions (JSON shape) of one version, before they are typed."""
+
+    version: int
+    protocol: dict[str, Any] | None
+    metadata: dict[str, Any] | None
+    adds: dict[FileKey, dict[str, Any]]
+    txns: dict[str, int]
+    domains: dict[str, str]
+    commit_info: dict[str, Any] | None
+    checkpoint_version: int | None
+    findings: list[LogFinding]
+
+
+class _CheckpointDamaged(Exception):
+    """A checkpoint that cannot be used as a whole (strict mode only)."""
+
+    def __init__(self, finding: LogFinding) -> None:
+        super().__init__(finding.message)
+        self.finding = finding
+
+
+class _State:
+    """The reconciliation state while replaying, in the log's own JSON shapes."""
+
+    def __init__(self) -> None:
+        self.protocol: dict[str, Any] | None = None
+        self.metadata: dict[str, Any] | None = None
+        self.adds: dict[FileKey, dict[str, Any]] = {}
+        self.txns: dict[str, int] = {}
+        self.domains: dict[str, str] = {}
+        self.commit_info: dict[str, Any] | None = None
+
+    def apply(
+        self,
+        actions: list[tuple[str, dict[str, Any]]],
+        display: str,
+        findings: list[LogFinding],
+        *,
+        capture_commit_info: bool = False,
+    ) -> None:
+        adds = self.adds
+        for name, a in actions:
+            if name == "add" or name == "remove":
+                path = a.get("path")
+                dv = a.get("deletionVector")
+                if not isinstance(path, str) or not path or not (dv is None or isinstance(dv, dict)):
+                    findings.append(
+                        LogFinding(
+                            FindingCode.INVALID_ACTION,
+                            f"{name} action without a usable path/deletionVector was skipped",
+                            display,
+                        )
+                    )
+                    continue
+                key = (path, None if dv is None else dv_unique_id(dv))
+                if name == "add":
+                    adds[key] = a
+                else:
+                    adds.pop(key, None)
+            elif name == "metaData":
+                self.metadata = a
+            elif name == "protocol":
+                self.protocol = a
+            elif name == "txn":
+                app_id, version = a.get("appId"), a.get("version")
+                if isinstance(app_id, str) and isinstance(version, int) and not isinstance(version, bool):
+                    self.txns[app_id] = version
+                else:
+                    findings.append(
+                        LogFinding(FindingCode.INVALID_ACTION, "txn action without appId/version", display)
+                    )
+            elif name == "domainMetadata":
+                domain = a.get("domain")
+                if not isinstance(domain, str):
+                    findings.append(
+                        LogFinding(
+                            FindingCode.INVALID_ACTION, "domainMetadata action without domain", display
+                        )
+                    )
+                elif a.get("removed"):
+                    self.domains.pop(domain, None)
+                else:
+                    configuration = a.get("configuration")
+                    self.domains[domain] = configuration if isinstance(configuration, str) else ""
+            elif name == "commitInfo":
+                if capture_commit_info:
+                    self.commit_info = a
+            # cdc, checkpointMetadata, sidecar and unknown actions do not take part in replay.
+
+    def add_checkpoint_files(self, adds: list[dict[str, Any]]) -> None:
+        """Adds of a checkpoint: already reconciled, so each simply takes its key."""
+        target = self.adds
+        for a in adds:
+            path = a.get("path")
+            if not isinstance(path, str):
+                continue
+            dv = a.get("deletionVector")
+            target[(path, None if dv is None else dv_unique_id(dv))] = a
+
+
+def replay(listing: LogListing, version: int | None = None) -> ReplayResult:
+    """Reconcile the log up to ``version`` (latest when None); see the module docstring."""
+    latest = listing.latest_version
+    if latest is None:
+        raise TableReadError(f"not a Delta table: {listing.log_dir} holds no commit or checkpoint")
+    if version is None:
+        target = latest
+    else:
+        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+            raise TableReadError(f"invalid table version {version!r}")
+        if version > latest:
+            raise TableReadError(f"version {version} does not exist; the latest version is {latest}")
+        if not listing.version_exists(version):
+            raise TableReadError(
+                f"version {version} cannot be read: neither its commit file, a checkpoint nor a "
+                f"compaction file for it is in {listing.log_dir}"
+            )
+        target = version
+    findings: list[LogFinding] = []
+    _check_last_checkpoint(listing, findings)
+
+    # Newest checkpoint first, then a replay from version 0 (possible only if the log starts there).
+    # Covers are computed lazily: with a healthy log the first candidate is the only one looked at.
+    candidates: list[CheckpointCandidate | None] = [c for c in listing.checkpoints if c.version <= target]
+    if 0 in listing.commits or 0 in listing.compactions:
+        candidates.append(None)
+    if not candidates:
+        raise TableReadError(
+            f"version {target} cannot be reconstructed: there is no checkpoint at or below it and "
+            f"the log does not start at version 0 (commit {commit_file_name(0)} is missing; the log "
+            "was cleaned up or damaged)"
+        )
+
+    used: tuple[CheckpointCandidate | None, _State] | None = None
+    first_cover: tuple[list[LogFile], list[int]] | None = None
+    for cand in candidates:
+        files, missing = _cover(listing, 0 if cand is None else cand.version + 1, target)
+        if first_cover is None:
+            first_cover = (files, missing)
+        if missing:
+            continue
+        try:
+            state = _run(listing, cand, files, target, findings, strict=True)
+        except _CheckpointDamaged as damaged:
+            findings.append(damaged.finding)
+            continue
+        used = (cand, state)
+        break
+    if used is None:
+        # Nothing complete works: replay the newest option leniently and report every gap.
+        assert first_cover is not None
+        files, missing = first_cover
+        state = _run(listing, candidates[0], files, target, findings, strict=False)
+        _report_missing(listing, missing, findings)
+        used = (candidates[0], state)
+    cand, state = used
+    cp_version = None if cand is None else cand.version
+    for version_, num_parts, present in listing.incomplete_checkpoints:
+        if version_ <= target and (cp_version is None or version_ > cp_version):
+            findings.append(
+                LogFinding(
+                    FindingCode.INCOMPLETE_CHECKPOINT,
+                    f"multi-part checkpoint of version {version_} has {len(present)} of {num_parts} "
+                    f"parts (present: {list(present)}); it was not used",
+                    f"{DELTA_LOG_DIR}/{version_:020d}.checkpoint.*.{num_parts:010d}.parquet",
+                )
+            )
+    if state.commit_info is None and target in listing.commits:
+        state.commit_info = _read_commit_info(listing, listing.commits[target])
+    if state.protocol is not None:
+        features = set(state.protocol.get("readerFeatures") or ()) | set(
+            state.protocol.get("writerFeatures") or ()
+        )
+        if features & _CATALOG_FEATURES:
+            findings.append(
+                LogFinding(
+                    FindingCode.CATALOG_MANAGED,
+                    "the table is catalog-managed; ratified commits that are not yet published to "
+                    "_delta_log are not seen by this reader",
+                )
+            )
+    unique: dict[LogFinding, None] = dict.fromkeys(findings)  # a lenient re-read repeats strict findings
+    return ReplayResult(
+        version=target,
+        protocol=state.protocol,
+        metadata=state.metadata,
+        adds=state.adds,
+        txns=state.txns,
+        domains=state.domains,
+        commit_info=state.commit_info,
+        checkpoint_version=cp_version,
+        findings=list(unique),
+    )
+
+
+def _cover(listing: LogListing, start: int, target: int) -> tuple[list[LogFile], list[int]]:
+    """Commit or compaction files covering ``start..target`` in order, and the versions nothing covers.
+
+    A compaction is used when it starts exactly where the next version is needed and ends inside the
+    range (the longest such one): it replaces its commits, as the protocol allows.
+    """
+    files: list[LogFile] = []
+    missing: list[int] = []
+    v = start
+    while v <= target:
+        best: LogFile | None = None
+        for c in listing.compactions.get(v, ()):
+            assert c.end_version is not None
+            if c.end_version <= target and (best is None or c.end_version > (best.end_version or 0)):
+                best = c
+        if best is not None and best.end_version is not None:
+            files.append(best)
+            v = best.end_version + 1
+        elif v in listing.commits:
+            files.append(listing.commits[v])
+            v += 1
+        else:
+            missing.append(v)
+            v += 1
+    return files, missing
+
+
+def _run(
+    listing: LogListing,
+    cand: CheckpointCandidate | None,
+    files: list[LogFile],
+    target: int,
+    findings: list[LogFinding],
+    *,
+    strict: bool,
+) -> _State:
+    state = _State()
+    if cand is not None:
+        _read_checkpoint(listing, cand, state, findings, strict=strict)
+    for lf in files:
+        if lf.kind is LogFileKind.COMPACTION:
+            _apply_compaction(listing, lf, state, target, findings)
+        else:
+            _apply_commit(listing, lf, state, target, findings)
+    return state
+
+
+def _apply_commit(
+    listing: LogListing, lf: LogFile, state: _State, target: int, findings: list[LogFinding]
+) -> None:
+    display = listing.rel(lf.path)
+    try:
+        read = read_json_actions(lf.path, display)
+    except OSError as e:
+        findings.append(
+            LogFinding(FindingCode.UNREADABLE_FILE, f"commit {lf.version} could not be read: {e}", display)
+        )
+        return
+    findings.extend(read.findings)
+    state.apply(read.actions, display, findings, capture_commit_info=lf.version == target)
+
+
+def _apply_compaction(
+    listing: LogListing, lf: LogFile, state: _State, target: int, findings: list[LogFinding]
+) -> None:
+    """Apply a compaction file, or its commits when it is damaged and they all still exist."""
+    assert lf.end_version is not None
+    display = listing.rel(lf.path)
+    covered = range(lf.version, lf.end_version + 1)
+    commits_present = all(v in listing.commits for v in covered)
+    try:
+        read = read_json_actions(lf.path, display)
+        problem = read.findings[0].message if read.findings else None
+    except OSError as e:
+        read, problem = None, str(e)
+    if problem is not None and commits_present:
+        findings.append(
+            LogFinding(
+                FindingCode.DAMAGED_COMPACTION,
+                f"compaction file for versions {lf.version}..{lf.end_version} is damaged ({problem}); "
+                "the commit files were read instead",
+                display,
+            )
+        )
+        for v in covered:
+            _apply_commit(listing, listing.commits[v], state, target, findings)
+        return
+    if read is None:
+        findings.append(
+            LogFinding(
+                FindingCode.UNREADABLE_FILE,
+                f"compaction file could not be read ({problem}) and versions "
+                f"{[v for v in covered if v not in listing.commits]} have no commit file",
+                display,
+            )
+        )
+        for v in covered:
+            if v in listing.commits:
+                _apply_commit(listing, listing.commits[v], state, target, findings)
+        return
+    findings.extend(read.findings)
+    state.apply(read.actions, display, findings)
+
+
+def _read_checkpoint(
+    listing: LogListing,
+    cand: CheckpointCandidate,
+    state: _State,
+    findings: list[LogFinding],
+    *,
+    strict: bool,
+) -> None:
+    """Load a checkpoint (all parts, and sidecars of a V2 one) into ``state``.
+
+    In strict mode any damage raises :class:`_CheckpointDamaged` before ``state`` is touched, so the
+    caller can try another checkpoint; in lenient mode damage becomes findings and what could be read
+    is used.
+    """
+    non_file: list[tuple[str, dict[str, Any]]] = []
+    adds: list[dict[str, Any]] = []
+    sidecars: list[dict[str, Any]] = []
+    local: list[LogFinding] = []
+
+    def damaged(code: FindingCode, message: str, display: str) -> None:
+        finding = LogFinding(code, message, display)
+        if strict:
+            raise _CheckpointDamaged(finding)
+        local.append(finding)
+
+    for lf in cand.files:
+        display = listing.rel(lf.path)
+        if lf.file_format == "json":
+            try:
+                read = read_json_actions(lf.path, display)
+            except OSError as e:
+                damaged(FindingCode.UNREADABLE_CHECKPOINT, f"checkpoint could not be read: {e}", display)
+                continue
+            if read.findings:
+                damaged(
+                    FindingCode.UNREADABLE_CHECKPOINT,
+                    f"checkpoint has {len(read.findings)} damaged line(s), first at line "
+                    f"{read.findings[0].line}",
+                    display,
+                )
+            for name, a in read.actions:
+                if name == "add":
+                    adds.append(a)
+                elif name == "sidecar":
+                    sidecars.append(a)
+                elif name != "remove":
+                    non_file.append((name, a))
+        else:
+            try:
+                parquet = read_parquet_actions(lf.path)
+            except (OSError, pa.ArrowException, ValueError) as e:
+                damaged(FindingCode.UNREADABLE_CHECKPOINT, f"checkpoint could not be read: {e}", display)
+                continue
+            adds.extend(parquet.adds)
+            for name, a in parquet.non_file:
+                if name == "sidecar":
+                    sidecars.append(a)
+                else:
+                    non_file.append((name, a))
+
+    first = listing.rel(cand.files[0].path)
+    sidecar_dir = listing.log_dir / SIDECARS_DIR
+    for sc in sidecars:
+        raw_path = sc.get("path")
+        target = resolve_data_path(sidecar_dir, raw_path) if isinstance(raw_path, str) else None
+        if target is None:
+            damaged(
+                FindingCode.UNREADABLE_SIDECAR,
+                f"sidecar path {raw_path!r} is not inside {DELTA_LOG_DIR}/{SIDECARS_DIR}",
+                first,
+            )
+            continue
+        try:
+            adds.extend(read_parquet_actions(target).adds)
+        except (OSError, pa.ArrowException, ValueError) as e:
+            damaged(FindingCode.UNREADABLE_SIDECAR, f"sidecar {raw_path!r} could not be read: {e}", first)
+
+    names = {name for name, _ in non_file}
+    for required in ("protocol", "metaData"):
+        if required not in names:
+            damaged(FindingCode.UNREADABLE_CHECKPOINT, f"checkpoint has no {required} action", first)
+    cp_meta = [a for name, a in non_file if name == "checkpointMetadata"]
+    if cand.kind is LogFileKind.UUID_CHECKPOINT and not cp_meta:
+        local.append(
+            LogFinding(
+                FindingCode.INVALID_CHECKPOINT,
+                "UUID-named (V2) checkpoint has no checkpointMetadata action",
+                first,
+            )
+        )
+    for meta in cp_meta:
+        if meta.get("version") not in (None, cand.version):
+            local.append(
+                LogFinding(
+                    FindingCode.INVALID_CHECKPOINT,
+                    f"checkpointMetadata says version {meta.get('version')}, the file name says "
+                    f"{cand.version}",
+                    first,
+                )
+            )
+    findings.extend(local)
+    state.apply(non_file, first, findings)
+    state.add_checkpoint_files(adds)
+
+
+def _read_commit_info(listing: LogListing, lf: LogFile) -> dict[str, Any] | None:
+    """The commitInfo of one commit (checkpoints and compactions do not keep it)."""
+    try:
+        read = read_json_actions(lf.path, listing.rel(lf.path))
+    except OSError:
+        return None
+    for name, a in read.actions:
+        if name == "commitInfo":
+            return a
+    return None
+
+
+def _report_missing(listing: LogListing, missing: list[int], findings: list[LogFinding]) -> None:
+    for start, end in _ranges(missing):
+        span = f"version {start}" if start == end else f"versions {start}..{end}"
+        findings.append(
+            LogFinding(
+                FindingCode.MISSING_COMMIT,
+                f"{span} missing from the log and not covered by a compaction file; the snapshot "
+                "lacks their changes",
+                f"{DELTA_LOG_DIR}/{commit_file_name(start)}",
+            )
+        )
+
+
+def _ranges(values: list[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for v in sorted(values):
+        if out and out[-1][1] == v - 1:
+            out[-1] = (out[-1][0], v)
+        else:
+            out.append((v, v))
+    return out
+
+
+def _check_last_checkpoint(listing: LogListing, findings: list[LogFinding]) -> None:
+    """Verify the ``_last_checkpoint`` hint against the listing; a wrong hint is only a finding."""
+    path = listing.log_dir / LAST_CHECKPOINT_FILE
+    display = listing.rel(path)
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        findings.append(LogFinding(FindingCode.UNREADABLE_LAST_CHECKPOINT, f"cannot read it: {e}", display))
+        return
+    try:
+        obj = json.loads(text)
+    except ValueError as e:
+        findings.append(
+            LogFinding(FindingCode.UNREADABLE_LAST_CHECKPOINT, f"not valid JSON ({e}); ignored", display)
+        )
+        return
+    version = obj.get("version") if isinstance(obj, dict) else None
+    if isinstance(version, bool) or not isinstance(version, int):
+        findings.append(
+            LogFinding(FindingCode.UNREADABLE_LAST_CHECKPOINT, "no integer 'version'; ignored", display)
+        )
+        return
+    assert isinstance(obj, dict)
+    parts = obj.get("parts")
+    v2 = obj.get("v2Checkpoint")
+    v2_name = v2.get("path") if isinstance(v2, dict) else None
+    at_version = [c for c in listing.checkpoints if c.version == version]
+    if isinstance(v2_name, str):
+        ok = any(c.files[0].name == v2_name.rsplit("/", 1)[-1] for c in at_version)
+        wanted = f"V2 checkpoint {v2_name}"
+    elif isinstance(parts, int) and parts > 1:
+        ok = any(c.kind is LogFileKind.MULTIPART_CHECKPOINT and len(c.files) == parts for c in at_version)
+        wanted = f"{parts}-part checkpoint of version {version}"
+    else:
+        ok = bool(at_version)
+        wanted = f"checkpoint of version {version}"
+    if not ok:
+        findings.append(
+            LogFinding(
+                FindingCode.STALE_LAST_CHECKPOINT,
+                f"names the {wanted}, which is not (completely) in the log; the directory listing "
+                "was used instead",
+                display,
+            )
+        )

@@ -1,0 +1,202 @@
+"""A table's state at one version, read from its log alone (no Spark, no JVM).
+
+This is what the checker audits: protocol, metadata, the live files with what their AddFiles claim,
+application transaction ids, metadata domains, and the findings met on the way. The typed result is
+built from replay.py's reconciled raw actions; every live AddFile path is checked against the table
+root here, so a file outside the table is reported once and never opened by anyone downstream.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from icecompat_writer.errors import TableReadError
+
+from .actions import Metadata, Protocol, TableState
+from .files import AddFile, parse_num_records
+from .findings import FindingCode, LogFinding
+from .paths import (
+    DELTA_LOG_DIR,
+    LogFileKind,
+    commit_file_name,
+    list_log_files,
+    resolve_data_path,
+    resolve_data_path_text,
+    table_root_path,
+)
+from .readers import iter_json_lines
+from .replay import list_log, replay
+
+__all__ = ["Snapshot", "list_versions", "read_commit", "read_snapshot"]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The reconciled state of a Delta table at ``version``.
+
+    ``add_files`` are the live logical files in log order (checkpoint first, then commits).
+    ``txns`` maps appId to the latest transaction version; ``domain_metadata`` maps each live domain to
+    its configuration string. ``in_commit_timestamp`` is the ``inCommitTimestamp`` of this version's
+    commitInfo, when the commit has one. ``checkpoint_version`` is the checkpoint replay started from
+    (None: from version 0). ``findings`` lists the problems the reader met and survived.
+    """
+
+    table_root: Path
+    version: int
+    protocol: Protocol
+    metadata: Metadata
+    add_files: tuple[AddFile, ...]
+    txns: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    domain_metadata: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    in_commit_timestamp: int | None = None
+    commit_info: Mapping[str, Any] | None = None
+    checkpoint_version: int | None = None
+    findings: tuple[LogFinding, ...] = ()
+
+    @property
+    def state(self) -> TableState:
+        """Protocol and metadata as the planner and the rules take them."""
+        return TableState(protocol=self.protocol, metadata=self.metadata, version=self.version)
+
+    def data_path(self, add_file: AddFile) -> Path | None:
+        """The local file of ``add_file``, None when its path leaves the table root."""
+        return resolve_data_path(self.table_root, add_file.path)
+
+    def findings_of(self, code: FindingCode) -> list[LogFinding]:
+        """The findings of one kind (reports group them by kind)."""
+        return [f for f in self.findings if f.code is code]
+
+
+def read_snapshot(table_root: str | Path, version: int | None = None) -> Snapshot:
+    """Read the table at ``version`` (the latest when None) from its ``_delta_log``.
+
+    Raises :class:`~icecompat_writer.errors.TableReadError` when there is no log, no commit, the
+    version does not exist (or cannot be reconstructed), or the replay yields no protocol/metadata.
+    Everything else the reader can survive is in ``Snapshot.findings``.
+    """
+    root = table_root_path(table_root)
+    listing = list_log(root)
+    result = replay(listing, version)
+    findings = list(result.findings)
+    if result.metadata is None or result.protocol is None:
+        missing = " and ".join(
+            n for n, v in (("protocol", result.protocol), ("metaData", result.metadata)) if v is None
+        )
+        detail = "; ".join(f.render() for f in findings[:5])
+        raise TableReadError(
+            f"cannot read {root} at version {result.version}: no {missing} action survived replay"
+            + (f" ({detail})" if detail else "")
+        )
+    try:
+        protocol = Protocol.from_json(result.protocol)
+        metadata = Metadata.from_json(result.metadata)
+    except (TypeError, ValueError, AttributeError) as e:
+        raise TableReadError(
+            f"cannot read {root} at version {result.version}: malformed protocol/metadata: {e}"
+        ) from e
+
+    add_files: list[AddFile] = []
+    root_text = str(root)
+    for raw in result.adds.values():
+        try:
+            add = AddFile.from_json(raw)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            findings.append(
+                LogFinding(
+                    FindingCode.INVALID_ACTION,
+                    f"live add for {raw.get('path')!r} is malformed ({e}); it was left out",
+                )
+            )
+            continue
+        if add.stats and add.num_records is None and not parse_num_records(add.stats)[1]:
+            findings.append(
+                LogFinding(
+                    FindingCode.UNPARSEABLE_STATS,
+                    f"stats of {add.path!r} are not a JSON object; numRecords unknown",
+                )
+            )
+        if resolve_data_path_text(root_text, add.path) is None:
+            findings.append(
+                LogFinding(
+                    FindingCode.PATH_OUTSIDE_TABLE,
+                    f"data file path {add.path!r} resolves outside the table root; it will not be opened",
+                )
+            )
+        dv = add.deletion_vector
+        if (
+            dv is not None
+            and dv.storage_type == "p"
+            and resolve_data_path_text(root_text, dv.path_or_inline_dv) is None
+        ):
+            findings.append(
+                LogFinding(
+                    FindingCode.PATH_OUTSIDE_TABLE,
+                    f"deletion vector of {add.path!r} is stored outside the table root "
+                    f"({dv.path_or_inline_dv!r}); it will not be opened",
+                )
+            )
+        add_files.append(add)
+
+    commit_info = result.commit_info
+    ict = commit_info.get("inCommitTimestamp") if commit_info is not None else None
+    if isinstance(ict, bool) or not isinstance(ict, int):
+        ict = None
+    return Snapshot(
+        table_root=root,
+        version=result.version,
+        protocol=protocol,
+        metadata=metadata,
+        add_files=tuple(add_files),
+        txns=MappingProxyType(dict(result.txns)),
+        domain_metadata=MappingProxyType(dict(result.domains)),
+        in_commit_timestamp=ict,
+        commit_info=None if commit_info is None else MappingProxyType(commit_info),
+        checkpoint_version=result.checkpoint_version,
+        findings=tuple(findings),
+    )
+
+
+def list_versions(table_root: str | Path) -> list[int]:
+    """Versions that have a commit file in ``_delta_log``, ascending (TableReadError: no log).
+
+    Versions that survive only in a checkpoint or a compaction file are not listed: this is the list
+    of commits whose actions :func:`read_commit` can return.
+    """
+    root = table_root_path(table_root)
+    return sorted(lf.version for lf in list_log_files(root / DELTA_LOG_DIR) if lf.kind is LogFileKind.COMMIT)
+
+
+def read_commit(table_root: str | Path, version: int) -> list[dict[str, Any]]:
+    """The actions of one commit exactly as written: one dict per line, e.g. ``{"add": {...}}``.
+
+    Strict, unlike the snapshot reader: a missing commit or a damaged line raises TableReadError,
+    because a caller asking for one commit (the writer checking a concurrent commit) must not act on
+    half of it.
+    """
+    root = table_root_path(table_root)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise TableReadError(f"invalid table version {version!r}")
+    log_dir = root / DELTA_LOG_DIR
+    if not log_dir.is_dir():
+        raise TableReadError(f"not a Delta table: {log_dir} does not exist")
+    path = log_dir / commit_file_name(version)
+    out: list[dict[str, Any]] = []
+    try:
+        for number, raw in iter_json_lines(path):
+            try:
+                obj = json.loads(raw)
+            except ValueError as e:
+                raise TableReadError(f"commit {version} line {number} is not valid JSON: {e}") from e
+            if not isinstance(obj, dict):
+                raise TableReadError(f"commit {version} line {number} is not a JSON object")
+            out.append(obj)
+    except FileNotFoundError:
+        raise TableReadError(f"commit {version} does not exist in {log_dir}") from None
+    except OSError as e:
+        raise TableReadError(f"cannot read commit {version} in {log_dir}: {e}") from e
+    return out

@@ -1,0 +1,330 @@
+"""Delta schema -> Iceberg schema, with the ids Delta already assigned.
+
+Iceberg resolves columns by field id, and a column-mapped Delta table writes its ids into every Parquet
+file (``delta.columnMapping.id`` for struct fields, ``delta.columnMapping.nested.ids`` for list elements
+and map keys/values). Reusing those ids, rather than numbering afresh, is what lets an Iceberg reader open
+the existing files unchanged. Anything that cannot be expressed comes back as a :class:`Violation`
+instead of an exception, so one run reports every problem of a schema at once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from icecompat_writer.errors import Violation
+
+__all__ = [
+    "PROFILE",
+    "ConvertedSchema",
+    "Primitive",
+    "convert_schema",
+    "decimal_params",
+    "violation",
+]
+
+PROFILE = "iceberg-emitter"
+
+ID_KEY = "delta.columnMapping.id"
+PHYSICAL_KEY = "delta.columnMapping.physicalName"
+NESTED_IDS_KEY = "delta.columnMapping.nested.ids"
+
+# Delta primitive type name -> Iceberg primitive type. byte/short widen to int because Iceberg has no
+# narrower integer; Delta's `timestamp` is an instant (UTC-adjusted in Parquet), so it is `timestamptz`.
+_PRIMITIVES: Mapping[str, str] = {
+    "byte": "int",
+    "short": "int",
+    "integer": "int",
+    "long": "long",
+    "float": "float",
+    "double": "double",
+    "string": "string",
+    "binary": "binary",
+    "boolean": "boolean",
+    "date": "date",
+    "timestamp": "timestamptz",
+    "timestamp_ntz": "timestamp",
+}
+
+_DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)$")
+
+# Iceberg reserves ids above this for metadata columns (spec "Reserved Field IDs").
+MAX_USER_FIELD_ID = 2147483447
+
+
+def violation(
+    rule: str, path: str, message: str, fix: str, observed: Any = None, expected: Any = None
+) -> Violation:
+    """A Violation of this emitter's profile (keeps every refusal spelled the same way)."""
+    return Violation(
+        profile=PROFILE,
+        rule=rule,
+        path=path,
+        message=message,
+        fix=fix,
+        observed=None if observed is None else str(observed),
+        expected=None if expected is None else str(expected),
+    )
+
+
+def decimal_params(iceberg_type: str) -> tuple[int, int] | None:
+    """``(precision, scale)`` of an Iceberg ``decimal(P,S)`` type string, else None."""
+    m = _DECIMAL.match(iceberg_type)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+@dataclass(frozen=True)
+class Primitive:
+    """A primitive column of the schema, with what the manifests need to describe it.
+
+    ``stats_path`` is the path of physical names under which Delta keeps this column's statistics; it
+    is None inside lists and maps, where Delta keeps none and Iceberg metrics would be ambiguous.
+    """
+
+    field_id: int
+    path: str
+    iceberg_type: str
+    delta_type: str
+    stats_path: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class TopColumn:
+    """A top-level column: what a partition spec needs (its id, physical name and type)."""
+
+    field_id: int
+    name: str
+    physical_name: str
+    iceberg_type: str | dict[str, Any]
+
+
+@dataclass
+class ConvertedSchema:
+    """The Iceberg form of one Delta schema, plus the indexes built while converting it."""
+
+    fields: list[dict[str, Any]] = field(default_factory=list)
+    primitives: dict[int, Primitive] = field(default_factory=dict)
+    top: dict[str, TopColumn] = field(default_factory=dict)
+    name_mapping: list[dict[str, Any]] = field(default_factory=list)
+    max_id: int = 0
+
+    def to_json(self, schema_id: int) -> dict[str, Any]:
+        """The schema as Iceberg table metadata stores it (spec Appendix C)."""
+        return {"type": "struct", "schema-id": schema_id, "fields": self.fields}
+
+    def same_as(self, other: Mapping[str, Any]) -> bool:
+        """Whether an already recorded schema JSON has exactly these fields (its id aside)."""
+        return list(other.get("fields", [])) == self.fields
+
+
+class _Converter:
+    """One walk over a Delta schema; collects fields, indexes and violations together."""
+
+    def __init__(self, format_version: int) -> None:
+        self.format_version = format_version
+        self.out = ConvertedSchema()
+        self.violations: list[Violation] = []
+        self.seen_ids: dict[int, str] = {}
+
+    def _claim(self, fid: Any, path: str) -> int | None:
+        """Check an id is a usable, unique Iceberg field id; record it."""
+        if isinstance(fid, bool) or not isinstance(fid, int):
+            return None
+        if fid <= 0 or fid > MAX_USER_FIELD_ID:
+            self.violations.append(
+                violation(
+                    "ICEBERG-EMIT-FIELD-ID",
+                    path,
+                    "the column mapping id is outside Iceberg's user id range",
+                    "re-create the table with column mapping so Delta assigns small positive ids",
+                    observed=fid,
+                    expected=f"1..{MAX_USER_FIELD_ID}",
+                )
+            )
+            return None
+        other = self.seen_ids.get(fid)
+        if other is not None:
+            self.violations.append(
+                violation(
+                    "ICEBERG-EMIT-DUPLICATE-ID",
+                    path,
+                    f"field id {fid} is also used by `{other}`; Iceberg needs every id unique",
+                    "repair the column mapping ids (ids must be unique across nested fields too)",
+                    observed=fid,
+                )
+            )
+            return None
+        self.seen_ids[fid] = path
+        self.out.max_id = max(self.out.max_id, fid)
+        return fid
+
+    def struct_fields(
+        self, delta_fields: list[dict[str, Any]], path: str, stats_path: tuple[str, ...] | None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Convert the fields of a struct; returns (iceberg fields, name-mapping entries)."""
+        fields: list[dict[str, Any]] = []
+        mapping: list[dict[str, Any]] = []
+        for f in delta_fields:
+            name = str(f.get("name"))
+            fpath = f"{path}.{name}" if path else name
+            meta = f.get("metadata") or {}
+            physical = meta.get(PHYSICAL_KEY)
+            raw_id = meta.get(ID_KEY)
+            if raw_id is None or not physical:
+                missing = " and ".join(
+                    k for k, v in ((ID_KEY, raw_id), (PHYSICAL_KEY, physical)) if v is None or v == ""
+                )
+                self.violations.append(
+                    violation(
+                        "ICEBERG-EMIT-FIELD-ID",
+                        fpath,
+                        f"the field has no {missing} in its metadata, so Iceberg cannot address it by id",
+                        "enable column mapping (`delta.columnMapping.mode` = `id` or `name`) on the table",
+                        observed="absent",
+                        expected=ID_KEY,
+                    )
+                )
+                fid = None
+            else:
+                fid = self._claim(raw_id, fpath)
+            child_stats = None if stats_path is None or not physical else (*stats_path, str(physical))
+            nested_ids = meta.get(NESTED_IDS_KEY) or {}
+            itype, sub_mapping = self.convert_type(
+                f.get("type"), fpath, child_stats, nested_ids, str(physical or name)
+            )
+            if fid is None or itype is None:
+                continue
+            fields.append(
+                {"id": fid, "name": name, "required": not bool(f.get("nullable", True)), "type": itype}
+            )
+            entry: dict[str, Any] = {"field-id": fid, "names": [str(physical)]}
+            if sub_mapping:
+                entry["fields"] = sub_mapping
+            mapping.append(entry)
+            if isinstance(itype, str):
+                delta_type = str(f.get("type"))
+                self.out.primitives[fid] = Primitive(fid, fpath, itype, delta_type, child_stats)
+            if not path:
+                self.out.top[name] = TopColumn(fid, name, str(physical), itype)
+        return fields, mapping
+
+    def _nested_id(self, nested_ids: Mapping[str, Any], key: str, path: str) -> int | None:
+        raw = nested_ids.get(key)
+        if raw is None:
+            self.violations.append(
+                violation(
+                    "ICEBERG-EMIT-NESTED-ID",
+                    path,
+                    f"no id for `{key}` in `{NESTED_IDS_KEY}` of the enclosing field",
+                    "enable IcebergCompatV2/V3 so Delta assigns ids to list elements and map keys/values",
+                    observed="absent",
+                    expected=key,
+                )
+            )
+            return None
+        return self._claim(raw, path)
+
+    def convert_type(
+        self,
+        dtype: Any,
+        path: str,
+        stats_path: tuple[str, ...] | None,
+        nested_ids: Mapping[str, Any],
+        id_prefix: str,
+    ) -> tuple[str | dict[str, Any] | None, list[dict[str, Any]]]:
+        """Convert one Delta type; ``id_prefix`` is the nested-ids key prefix for lists and maps."""
+        if isinstance(dtype, str):
+            prim = _PRIMITIVES.get(dtype)
+            if prim is not None:
+                return prim, []
+            m = _DECIMAL.match(dtype)
+            if m:
+                precision, scale = int(m.group(1)), int(m.group(2))
+                if precision > 38:
+                    self._unsupported(path, dtype)
+                    return None, []
+                return f"decimal({precision}, {scale})", []
+            self._unsupported(path, dtype)
+            return None, []
+        if not isinstance(dtype, Mapping):
+            self._unsupported(path, repr(dtype))
+            return None, []
+        kind = dtype.get("type")
+        if kind == "struct":
+            fields, mapping = self.struct_fields(list(dtype.get("fields") or []), path, stats_path)
+            return {"type": "struct", "fields": fields}, mapping
+        if kind == "array":
+            key = f"{id_prefix}.element"
+            eid = self._nested_id(nested_ids, key, f"{path}.element")
+            etype, emap = self.convert_type(
+                dtype.get("elementType"), f"{path}.element", None, nested_ids, key
+            )
+            if eid is None or etype is None:
+                return None, []
+            elem_entry: dict[str, Any] = {"field-id": eid, "names": ["element"]}
+            if emap:
+                elem_entry["fields"] = emap
+            return (
+                {
+                    "type": "list",
+                    "element-id": eid,
+                    "element": etype,
+                    "element-required": not bool(dtype.get("containsNull", True)),
+                },
+                [elem_entry],
+            )
+        if kind == "map":
+            kkey, vkey = f"{id_prefix}.key", f"{id_prefix}.value"
+            kid = self._nested_id(nested_ids, kkey, f"{path}.key")
+            vid = self._nested_id(nested_ids, vkey, f"{path}.value")
+            ktype, kmap = self.convert_type(dtype.get("keyType"), f"{path}.key", None, nested_ids, kkey)
+            vtype, vmap = self.convert_type(dtype.get("valueType"), f"{path}.value", None, nested_ids, vkey)
+            if kid is None or vid is None or ktype is None or vtype is None:
+                return None, []
+            k_entry: dict[str, Any] = {"field-id": kid, "names": ["key"]}
+            v_entry: dict[str, Any] = {"field-id": vid, "names": ["value"]}
+            if kmap:
+                k_entry["fields"] = kmap
+            if vmap:
+                v_entry["fields"] = vmap
+            return (
+                {
+                    "type": "map",
+                    "key-id": kid,
+                    "key": ktype,
+                    "value-id": vid,
+                    "value": vtype,
+                    "value-required": not bool(dtype.get("valueContainsNull", True)),
+                },
+                [k_entry, v_entry],
+            )
+        self._unsupported(path, str(kind))
+        return None, []
+
+    def _unsupported(self, path: str, dtype: str) -> None:
+        self.violations.append(
+            violation(
+                "ICEBERG-EMIT-TYPE",
+                path,
+                f"Delta type `{dtype}` has no Iceberg counterpart this emitter writes",
+                "use only the IcebergCompatV2 type allow-list (variant/geo types are not converted yet)",
+                observed=dtype,
+            )
+        )
+
+
+def convert_schema(
+    delta_schema: Mapping[str, Any], format_version: int
+) -> tuple[ConvertedSchema, list[Violation]]:
+    """Convert a Delta struct schema (parsed ``schemaString``) to Iceberg, ids taken from Delta.
+
+    Returns the converted schema and every violation found; when the list is not empty the schema is
+    incomplete and must not be written.
+    """
+    conv = _Converter(format_version)
+    fields, mapping = conv.struct_fields(list(delta_schema.get("fields") or []), "", ())
+    conv.out.fields = fields
+    conv.out.name_mapping = mapping
+    return conv.out, conv.violations

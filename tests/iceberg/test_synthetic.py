@@ -1,0 +1,161 @@
+"""Hand-written Delta logs for histories Spark makes slow to reach: upgrades, odd values, foreign trees."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from icecompat_writer.errors import CompatViolation
+from icecompat_writer.iceberg import write_iceberg_metadata
+
+from ._support import duckdb_rows, metadata_json, normalise, static_table
+
+PLAIN_SCHEMA = {
+    "type": "struct",
+    "fields": [
+        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+        {"name": "v", "type": "string", "nullable": True, "metadata": {}},
+    ],
+}
+
+
+def _mapped(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema after enabling name-mode column mapping: physical names stay the old names."""
+    fields = []
+    for i, f in enumerate(schema["fields"], start=1):
+        meta = {"delta.columnMapping.id": i, "delta.columnMapping.physicalName": f["name"]}
+        fields.append({**f, "metadata": meta})
+    return {"type": "struct", "fields": fields}
+
+
+def _metadata(
+    schema: dict[str, Any], conf: dict[str, str], partition_columns: list[str] | None = None
+) -> dict:
+    return {
+        "metaData": {
+            "id": "5b0c4d0e-8a52-4ef3-9a3c-5d5d2a4c7f10",
+            "format": {"provider": "parquet", "options": {}},
+            "schemaString": json.dumps(schema),
+            "partitionColumns": partition_columns or [],
+            "configuration": conf,
+            "createdTime": 1_700_000_000_000,
+        }
+    }
+
+
+def _commit(root: Path, version: int, *actions: dict[str, Any]) -> None:
+    log = root / "_delta_log"
+    log.mkdir(parents=True, exist_ok=True)
+    info = {"commitInfo": {"timestamp": 1_700_000_000_000 + version * 1000, "operation": "TEST"}}
+    lines = [json.dumps(a) for a in (info, *actions)]
+    (log / f"{version:020d}.json").write_text("\n".join(lines) + "\n")
+
+
+def _data_file(root: Path, name: str, rows: list[tuple[int, str]], with_ids: bool) -> dict[str, Any]:
+    fields = [pa.field("id", pa.int64()), pa.field("v", pa.string())]
+    if with_ids:
+        fields = [
+            f.with_metadata({b"PARQUET:field_id": str(i).encode()}) for i, f in enumerate(fields, start=1)
+        ]
+    table = pa.table([[r[0] for r in rows], [r[1] for r in rows]], schema=pa.schema(fields))
+    path = root / name
+    pq.write_table(table, path)
+    return {
+        "add": {
+            "path": name,
+            "partitionValues": {},
+            "size": path.stat().st_size,
+            "modificationTime": 1_700_000_000_000,
+            "dataChange": True,
+            "stats": json.dumps({"numRecords": len(rows)}),
+        }
+    }
+
+
+COMPAT = {"delta.columnMapping.mode": "name", "delta.enableIcebergCompatV2": "true"}
+PROTOCOL_V7 = {
+    "protocol": {
+        "minReaderVersion": 2,
+        "minWriterVersion": 7,
+        "writerFeatures": ["columnMapping", "icebergCompatV2"],
+    }
+}
+
+
+def test_conversion_starts_where_the_table_became_compliant(tmp_path: Path) -> None:
+    root = tmp_path / "upgraded"
+    _commit(
+        root, 0, {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}, _metadata(PLAIN_SCHEMA, {})
+    )
+    _commit(root, 1, _data_file(root, "a.parquet", [(1, "a"), (2, "b")], with_ids=False))
+    _commit(root, 2, PROTOCOL_V7, _metadata(_mapped(PLAIN_SCHEMA), COMPAT))
+    _commit(root, 3, _data_file(root, "b.parquet", [(3, "c")], with_ids=True))
+
+    result = write_iceberg_metadata(root)
+    assert [s.delta_version for s in result.snapshots] == [2, 3]
+    assert [s.added_files for s in result.snapshots] == [1, 1]
+    # a.parquet has no field ids: pyiceberg resolves it through the name mapping.
+    rows = normalise(static_table(root).scan().to_arrow())
+    assert rows == [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}, {"id": 3, "v": "c"}]
+    assert duckdb_rows(root) == rows
+    assert json.loads(metadata_json(root)["properties"]["schema.name-mapping.default"]) == [
+        {"field-id": 1, "names": ["id"]},
+        {"field-id": 2, "names": ["v"]},
+    ]
+
+
+def test_missing_num_records_falls_back_to_the_footer(tmp_path: Path) -> None:
+    root = tmp_path / "nostats"
+    _commit(root, 0, PROTOCOL_V7, _metadata(_mapped(PLAIN_SCHEMA), COMPAT))
+    add = _data_file(root, "a.parquet", [(1, "a"), (2, "b"), (3, "c")], with_ids=True)
+    del add["add"]["stats"]
+    _commit(root, 1, add)
+    write_iceberg_metadata(root)
+    (task,) = static_table(root).scan().plan_files()
+    assert task.file.record_count == 3
+
+
+def test_zone_less_timestamp_partition_values_are_refused(tmp_path: Path) -> None:
+    root = tmp_path / "tspart"
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "ts", "type": "timestamp", "nullable": True, "metadata": {}},
+        ],
+    }
+    _commit(root, 0, PROTOCOL_V7, _metadata(_mapped(schema), COMPAT, ["ts"]))
+    _commit(
+        root,
+        1,
+        {
+            "add": {
+                "path": "x.parquet",
+                "partitionValues": {"ts": "2024-01-01 10:00:00"},
+                "size": 1,
+                "modificationTime": 0,
+                "dataChange": True,
+                "stats": '{"numRecords":1}',
+            }
+        },
+    )
+    with pytest.raises(CompatViolation) as err:
+        write_iceberg_metadata(root)
+    assert err.value.rules == ["ICEBERG-EMIT-PARTITION-VALUE"]
+    assert err.value.violations[0].path == "ts"
+    assert not (root / "metadata").exists()  # nothing half-written is left behind
+
+
+def test_foreign_iceberg_metadata_is_not_adopted(tmp_path: Path) -> None:
+    root = tmp_path / "foreign"
+    _commit(root, 0, PROTOCOL_V7, _metadata(_mapped(PLAIN_SCHEMA), COMPAT))
+    (root / "metadata").mkdir()
+    (root / "metadata" / "v1.metadata.json").write_text(json.dumps({"format-version": 2, "properties": {}}))
+    with pytest.raises(CompatViolation) as err:
+        write_iceberg_metadata(root)
+    assert err.value.rules == ["ICEBERG-EMIT-EXISTING-METADATA"]
