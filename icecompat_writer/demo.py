@@ -50,8 +50,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             orders, str(table), mode="overwrite", partition_by=["region"], profile=args.profile
         )
         print(first)
+        print("what the plan set, and which rule asked for it:")
         for change in first.changes:
-            print(f"  planned: {change}")
+            print(f"  {change.rule:<28} {change.path or '(table)':<24} {change.what}")
         # a later batch brings a new column: schema evolution keeps ids and col-<id> names stable
         more = orders.limit(1).selectExpr(
             "order_id + 10 as order_id",
