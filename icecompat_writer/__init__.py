@@ -27,6 +27,9 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "session": ".sessions",
     "configure": ".sessions",
+    "plan": ".planning",
+    "validate": ".planning",
+    "export_catalog": ".rules",
 }
 
 __all__ = [

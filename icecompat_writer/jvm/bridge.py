@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from py4j.protocol import Py4JError, Py4JJavaError
+from pyspark.errors.exceptions.captured import CapturedException
 
 from icecompat_writer.errors import ConcurrentWriteError, IcecompatError, JvmError, SetupError
 
@@ -65,12 +66,31 @@ def translate(err: Py4JJavaError) -> IcecompatError:
     return JvmError(msg or cls, cls)
 
 
+def _translate_captured(err: CapturedException) -> IcecompatError:
+    """pyspark converts some Java exceptions (AnalysisException, ...) itself; map those too."""
+    origin = getattr(err, "_origin", None)
+    if origin is not None:
+        try:
+            cls = str(origin.getClass().getName())
+        except Py4JError:
+            cls = type(err).__name__
+    else:
+        cls = type(err).__name__
+    for java_name, py_type in _JAVA_TO_PYTHON:
+        if cls.endswith(java_name):
+            return py_type(f"{err.getMessage() if hasattr(err, 'getMessage') else err} (from {cls})")
+    message = str(getattr(err, "_desc", "") or err).strip()
+    return JvmError(message.splitlines()[0] if message else cls, cls)
+
+
 def call(fn: Callable[[], T]) -> T:
     """Run ``fn`` (which calls into the JVM) and translate any Java exception it raises."""
     try:
         return fn()
     except Py4JJavaError as err:
         raise translate(err) from None
+    except CapturedException as err:
+        raise _translate_captured(err) from None
 
 
 def jvm(spark: SparkSession) -> Any:

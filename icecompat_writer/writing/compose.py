@@ -174,6 +174,28 @@ def merge_schemas(
     return merged, problems
 
 
+def _as_nullable(t: Any) -> Any:
+    """``t`` with every field, element and value nullable, as Delta's DataFrame writer stores it.
+
+    Delta makes a DataFrame's schema nullable when it creates a table from it (and cannot store NOT
+    NULL below arrays and maps at all); constraints belong to DDL, not to data.
+    """
+    if not isinstance(t, dict):
+        return t
+    out = dict(t)
+    kind = t.get("type")
+    if kind == "struct":
+        out["fields"] = [{**f, "nullable": True, "type": _as_nullable(f["type"])} for f in t["fields"]]
+    elif kind == "array":
+        out["containsNull"] = True
+        out["elementType"] = _as_nullable(t["elementType"])
+    elif kind == "map":
+        out["valueContainsNull"] = True
+        out["keyType"] = _as_nullable(t["keyType"])
+        out["valueType"] = _as_nullable(t["valueType"])
+    return out
+
+
 def _strip_mapping(t: Any) -> Any:
     """``t`` without any column-mapping metadata: a DataFrame's ids mean nothing for a new table."""
     if not isinstance(t, dict):
@@ -258,7 +280,7 @@ def compose_metadata(intent: WriteIntent, previous: Metadata | None) -> Metadata
     Raises :class:`CompatViolation` listing every problem when Delta's write rules refuse the write.
     """
     problems: list[Violation] = []
-    data_schema = copy.deepcopy(dict(intent.data_schema))
+    data_schema = _as_nullable(copy.deepcopy(dict(intent.data_schema)))
     props = dict(intent.properties or {})
 
     if previous is None:

@@ -117,3 +117,17 @@ def test_merge_walks_arrays_and_maps() -> None:
     assert [f["name"] for f in merged["fields"][0]["type"]["elementType"]["fields"]] == ["a", "b"]
     _, problems = merge_schemas(table, data, add_new=False)
     assert [(p.rule, p.path) for p in problems] == [("DELTA-WRITE-UNKNOWN-COLUMN", "arr.element.b")]
+
+
+def test_new_tables_store_the_dataframe_schema_as_nullable() -> None:
+    elem = struct(field("h", "short", nullable=False))
+    data = struct(
+        field("id", "long", nullable=False),
+        field("arr", {"type": "array", "elementType": elem, "containsNull": False}, nullable=False),
+        field("m", {"type": "map", "keyType": "string", "valueType": "long", "valueContainsNull": False}),
+    )
+    md = compose_metadata(WriteIntent("errorifexists", data), None)
+    f_id, f_arr, f_m = md.schema["fields"]
+    assert f_id["nullable"] and f_arr["nullable"] and f_arr["type"]["containsNull"]
+    assert f_arr["type"]["elementType"]["fields"][0]["nullable"]
+    assert f_m["type"]["valueContainsNull"]

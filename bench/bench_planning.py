@@ -1,0 +1,127 @@
+"""Time ``plan`` + ``validate`` on synthetic nested schemas of 100, 1,000 and 10,000 leaves.
+
+Not a test: run ``.venv/bin/python bench/bench_planning.py [--repeat 5] [--profile v3]``. For each size
+it builds a DataFrame-like schema (no column-mapping metadata: the planner must assign every id) mixing
+plain columns, structs, arrays of structs and maps with struct keys and array values, then reports the
+median of ``--repeat`` runs of: planning a new table, validating the plan, and re-planning the
+compliant result (the no-op path every append takes). The target is plan + validate < 100 ms at 10,000
+leaves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from icecompat_writer.deltalog.actions import Metadata
+from icecompat_writer.planning import PROFILES, plan, validate
+from icecompat_writer.rules.schema import clear_index_cache
+
+PRIMITIVES = ("integer", "long", "string", "double", "date", "timestamp", "decimal(10,2)", "boolean")
+
+
+def _field(name: str, type_: Any) -> dict[str, Any]:
+    return {"name": name, "type": type_, "nullable": True, "metadata": {}}
+
+
+def build_schema(leaves: int) -> dict[str, Any]:
+    """A schema with exactly ``leaves`` primitive leaves, in groups of 10 of four shapes."""
+    fields: list[dict[str, Any]] = []
+    made = 0
+    group = 0
+    while made < leaves:
+        n = min(10, leaves - made)
+        prims = [PRIMITIVES[(made + i) % len(PRIMITIVES)] for i in range(n)]
+        shape = group % 4
+        inner = [_field(f"f{i}", t) for i, t in enumerate(prims)]
+        if shape == 0:
+            fields.extend(_field(f"c{group}_{i}", t) for i, t in enumerate(prims))
+        elif shape == 1:
+            fields.append(_field(f"s{group}", {"type": "struct", "fields": inner}))
+        elif shape == 2:
+            elem = {"type": "struct", "fields": inner}
+            fields.append(_field(f"a{group}", {"type": "array", "elementType": elem, "containsNull": True}))
+        else:
+            key = {"type": "struct", "fields": inner[:1]}
+            value = {
+                "type": "array",
+                "elementType": {"type": "struct", "fields": inner[1:]},
+                "containsNull": True,
+            }
+            if n == 1:
+                value = {"type": "array", "elementType": "long", "containsNull": True}
+            fields.append(
+                _field(
+                    f"m{group}",
+                    {"type": "map", "keyType": key, "valueType": value, "valueContainsNull": True},
+                )
+            )
+        made += n
+        group += 1
+    return {"type": "struct", "fields": fields}
+
+
+def median_ms(fn: Callable[[], Any], repeat: int) -> float:
+    """Median wall time of ``fn``; the index cache is emptied and the previous result freed untimed."""
+    times = []
+    for _ in range(repeat):
+        clear_index_cache()
+        t0 = time.perf_counter()
+        result = fn()
+        times.append((time.perf_counter() - t0) * 1000)
+        del result
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--profile", default="v3", choices=list(PROFILES))
+    ap.add_argument("--sizes", default="100,1000,10000")
+    args = ap.parse_args()
+
+    rows = []
+    for leaves in (int(s) for s in args.sizes.split(",")):
+        md = Metadata(schema_string=json.dumps(build_schema(leaves)), id="bench")
+
+        def cold_plan_validate(md: Metadata = md) -> Any:
+            p = plan(args.profile, md)
+            assert not validate(args.profile, p.metadata, p.protocol)
+            return p
+
+        p = plan(args.profile, md)
+
+        def replan(p: Any = p) -> Any:
+            q = plan(args.profile, p.metadata, p.protocol)
+            assert not q.changes
+            return q
+
+        def validate_only(p: Any = p) -> Any:
+            return validate(args.profile, p.metadata, p.protocol)
+
+        rows.append(
+            (
+                leaves,
+                len(p.changes),
+                median_ms(cold_plan_validate, args.repeat),
+                median_ms(validate_only, args.repeat),
+                median_ms(replan, args.repeat),
+            )
+        )
+
+    print(f"profile {args.profile}, median of {args.repeat} runs, cold (index cache emptied before each run)")
+    print(f"{'leaves':>8} {'changes':>8} {'plan+validate ms':>17} {'validate ms':>12} {'re-plan ms':>11}")
+    for leaves, changes, pv, v, rp in rows:
+        print(f"{leaves:>8} {changes:>8} {pv:>17.1f} {v:>12.1f} {rp:>11.1f}")
+
+
+if __name__ == "__main__":
+    main()

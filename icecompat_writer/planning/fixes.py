@@ -1,0 +1,271 @@
+"""How the planner repairs each kind of rule. Rules say *what* must hold; this module says how to make
+it hold.
+
+One fixer per check kind that can be repaired without touching data: set a property, assign ids and
+physical names, add table features, raise the writer version. Kinds missing here (forbidden types,
+disallowed features, partition renames, file facts ...) cannot be repaired by rewriting the log, so
+the planner leaves them for ``validate`` to report. Fixers run in ``phase`` order because later
+repairs depend on earlier ones (nested-id keys use physical names; maxColumnId follows every id).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from icecompat_writer.deltalog.actions import Metadata, Protocol, TableStateLike
+from icecompat_writer.planning import ids as idplan
+from icecompat_writer.rules import features as feat
+from icecompat_writer.rules.context import CM_MODE_KEY, MAX_COLUMN_ID_KEY, column_mapping_mode
+from icecompat_writer.rules.model import Rule
+from icecompat_writer.rules.profiles import Profile
+from icecompat_writer.rules.schema import SchemaIndex, index_schema_string
+
+__all__ = ["FIXERS", "Change", "Fixer", "PlanState", "why"]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One thing the planner changed: ``what`` (at column ``path``, ``""`` for the table), the ``rule``
+    that required it, and ``why`` (the rule's automatic-fix description)."""
+
+    rule: str
+    path: str
+    what: str
+    why: str
+
+    def render(self) -> str:
+        where = f"column `{self.path}`" if self.path else "table"
+        return f"{self.rule} at {where}: {self.what}"
+
+
+def why(rule: Rule) -> str:
+    return rule.autofix or rule.checks
+
+
+class PlanState:
+    """The planner's working copy: a mutable schema and configuration plus what is to be added to the
+    protocol, and a log of every change with the rule that required it."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        metadata: Metadata,
+        protocol: Protocol,
+        previous: TableStateLike | None,
+    ) -> None:
+        self.profile = profile
+        self.metadata = metadata
+        self.protocol = protocol
+        self.previous = previous
+        self.schema: dict[str, Any] = json.loads(metadata.schema_string)
+        if not isinstance(self.schema, dict):
+            self.schema = {"type": "struct", "fields": []}
+        self.config: dict[str, str] = dict(metadata.configuration)
+        self.schema_changed = False
+        self.config_changed = False
+        self.add_features: dict[str, str] = {}
+        self.min_writer: dict[int, str] = {}
+        self.changes: list[Change] = []
+        # id() of new field dict -> the previous field it is (set by the physical-names-stable fixer)
+        self.matches: dict[int, Any] = {}
+        self._ids: idplan.IdCounter | None = None
+        # One walk up front: the fields never change shape while planning, only their metadata does.
+        self.scan = idplan.scan(self.schema)
+        self.writer = feat.writer_features(protocol)
+        self.reader = feat.reader_features(protocol)
+
+    # -- shared facts ---------------------------------------------------------------------------
+
+    @property
+    def previous_schema(self) -> SchemaIndex | None:
+        if self.previous is None:
+            return None
+        return index_schema_string(self.previous.metadata.schema_string)
+
+    def previous_raw_schema(self) -> dict[str, Any]:
+        idx = self.previous_schema
+        return {"fields": [f.raw for f in idx.top]} if idx is not None else {"fields": []}
+
+    @property
+    def ids(self) -> idplan.IdCounter:
+        """The id counter, started above every id the table has ever handed out."""
+        if self._ids is None:
+            start = max(_int(self.config.get(MAX_COLUMN_ID_KEY)), self.scan.max_id)
+            prev = self.previous_schema
+            if self.previous is not None and prev is not None:
+                prev_max = _int(self.previous.metadata.configuration.get(MAX_COLUMN_ID_KEY))
+                start = max(start, prev_max, max((i for i, _ in prev.all_ids()), default=0))
+            self._ids = idplan.IdCounter(start)
+        return self._ids
+
+    # -- recording --------------------------------------------------------------------------------
+
+    def log(self, rule: Rule, changed: list[tuple[str, str]]) -> None:
+        if changed:
+            self.schema_changed = True
+            rid, reason = rule.id, why(rule)
+            self.changes.extend([Change(rid, path, what, reason) for path, what in changed])
+
+    def set_config(self, rule: Rule, key: str, value: str) -> None:
+        before = self.config.get(key)
+        if before == value:
+            return
+        self.config[key] = value
+        self.config_changed = True
+        what = f"set {key}={value}" + ("" if before is None else f" (was {before})")
+        self.changes.append(Change(rule.id, "", what, why(rule)))
+
+    def require_feature(self, rule: Rule, feature: str) -> None:
+        """Ask for ``feature`` in the protocol unless it is already supported (listed or implied)."""
+        supported = feature in self.writer and (
+            feature not in feat.READER_WRITER_FEATURES or feature in self.reader
+        )
+        if not supported:
+            self.add_features.setdefault(feature, rule.id)
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return 0
+
+
+Fixer = Callable[[PlanState, Rule], None]
+
+
+@dataclass(frozen=True)
+class FixerEntry:
+    phase: int
+    fix: Fixer
+
+
+FIXERS: dict[str, FixerEntry] = {}
+
+
+def fixer(kind: str, phase: int) -> Callable[[Fixer], Fixer]:
+    def register(fn: Fixer) -> Fixer:
+        FIXERS[kind] = FixerEntry(phase, fn)
+        return fn
+
+    return register
+
+
+@fixer("column_mapping_mode", phase=10)
+def _fix_mode(state: PlanState, rule: Rule) -> None:
+    """Choose the mode when none is set: the previous table's mode, ``name`` to upgrade an existing table
+    that had none (its data files use the column names), ``id`` otherwise. An explicit value is kept:
+    if it is wrong, ``validate`` says so rather than the planner silently overriding the user."""
+    if state.config.get(CM_MODE_KEY) is not None:
+        return
+    allowed = rule.param("allowed")
+    mode = "id"
+    prev = state.previous_schema
+    if state.previous is not None and prev is not None:
+        before = column_mapping_mode(state.previous.metadata.configuration)
+        if before in ("name", "id"):
+            mode = before
+        elif prev.fields and "name" in allowed:
+            mode = "name"
+    state.set_config(rule, CM_MODE_KEY, mode)
+
+
+@fixer("physical_names_stable", phase=20)
+def _fix_stable(state: PlanState, rule: Rule) -> None:
+    """Copy id and physical name from the previous schema to the columns that already existed."""
+    if state.previous is None:
+        return
+    mapped = column_mapping_mode(state.previous.metadata.configuration) in ("name", "id")
+    changed, matches = idplan.copy_previous_mapping(state.schema, state.previous_raw_schema(), mapped)
+    state.matches = matches
+    state.log(rule, changed)
+
+
+@fixer("column_ids_assigned", phase=30)
+def _fix_ids(state: PlanState, rule: Rule) -> None:
+    """Assign a fresh id (and physical name col-<id>) to every field that has none."""
+    state.log(rule, idplan.assign_column_ids(state.scan.fields, state.ids))
+
+
+@fixer("physical_name_pattern", phase=40)
+def _fix_physical(state: PlanState, rule: Rule) -> None:
+    """Rename, physically, only columns that are new in this write: existing ones have data files."""
+    matches = state.matches
+    state.log(
+        rule, idplan.rename_physical(state.scan.fields, rule.param("template"), lambda f: id(f) in matches)
+    )
+
+
+@fixer("nested_ids_assigned", phase=50)
+def _fix_nested(state: PlanState, rule: Rule) -> None:
+    """Nested ids after every column id (Kernel's order), reusing a column's previous nested ids."""
+    state.log(rule, idplan.assign_nested_ids(state.schema, state.ids, state.matches))
+
+
+@fixer("max_column_id", phase=60)
+def _fix_max_id(state: PlanState, rule: Rule) -> None:
+    """Raise maxColumnId to the largest id handed out or present; never lower it."""
+    top = state.ids.max  # started above every id present; only grows as ids are handed out
+    current = state.config.get(MAX_COLUMN_ID_KEY)
+    if top > 0 and (current is None or _int(current) < top):
+        state.set_config(rule, MAX_COLUMN_ID_KEY, str(top))
+
+
+@fixer("required_property", phase=70)
+def _fix_property(state: PlanState, rule: Rule) -> None:
+    """Set the property when absent; an explicit other value is the user's and is reported instead."""
+    key = rule.param("key")
+    if key not in state.config:
+        state.set_config(rule, key, rule.param("value"))
+
+
+@fixer("required_writer_features", phase=80)
+def _fix_writer_features(state: PlanState, rule: Rule) -> None:
+    for f in rule.param("features"):
+        state.require_feature(rule, f)
+
+
+@fixer("required_reader_feature", phase=80)
+def _fix_reader_feature(state: PlanState, rule: Rule) -> None:
+    f = rule.param("feature")
+    if f not in state.reader:
+        state.add_features.setdefault(f, rule.id)
+
+
+def _group_supported(state: PlanState, group: tuple[str, ...]) -> bool:
+    return any(
+        f in state.writer and (f not in feat.READER_WRITER_FEATURES or f in state.reader) for f in group
+    )
+
+
+@fixer("type_requires_features", phase=80)
+def _fix_type_features(state: PlanState, rule: Rule) -> None:
+    if not state.scan.categories.isdisjoint(rule.param("types")):
+        for group in rule.param("features"):
+            if not _group_supported(state, group):
+                state.add_features.setdefault(group[0], rule.id)
+
+
+@fixer("column_metadata_requires_features", phase=80)
+def _fix_metadata_features(state: PlanState, rule: Rule) -> None:
+    if not state.scan.metadata_keys.isdisjoint(rule.param("keys")):
+        for group in rule.param("features"):
+            if not _group_supported(state, group):
+                state.add_features.setdefault(group[0], rule.id)
+
+
+@fixer("reader_features_in_writer", phase=85)
+def _fix_reader_in_writer(state: PlanState, rule: Rule) -> None:
+    for f in sorted(state.protocol.reader_features or ()):
+        if f not in state.writer:
+            state.add_features.setdefault(f, rule.id)
+
+
+@fixer("min_writer_version", phase=90)
+def _fix_writer_version(state: PlanState, rule: Rule) -> None:
+    version = int(rule.param("version"))
+    if state.protocol.min_writer_version < version:
+        state.min_writer.setdefault(version, rule.id)

@@ -1,0 +1,261 @@
+"""Column-mapping ids, physical names and nested ids, assigned the way Delta stores them.
+
+All functions work in place on a freshly parsed, mutable schema (the planner's private copy) and
+return what they changed as ``(path, description)`` pairs. The order is Delta Kernel's: first every
+struct field in pre-order (a field, then what is inside it, then its next sibling), then every nested
+element/key/value in pre-order, each new id one above the largest id seen so far. Ids that exist are
+never touched: a column keeps its id and physical name for life (PROTOCOL.md "Column Mapping"), because
+data files already written refer to them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from icecompat_writer.rules.schema import (
+    CM_ID,
+    CM_NESTED_IDS,
+    CM_PHYSICAL_NAME,
+    column_id,
+    join_path,
+    matched_fields,
+    physical_name,
+    quote_name,
+    type_category,
+)
+
+__all__ = [
+    "Fields",
+    "IdCounter",
+    "Scan",
+    "assign_column_ids",
+    "assign_nested_ids",
+    "copy_previous_mapping",
+    "max_assigned_id",
+    "rename_physical",
+    "scan",
+]
+
+Changed = list[tuple[str, str]]
+
+
+class IdCounter:
+    """Hands out ids above the largest one in use (``delta.columnMapping.maxColumnId`` semantics)."""
+
+    def __init__(self, start: int) -> None:
+        self.max = start
+
+    def next(self) -> int:
+        self.max += 1
+        return self.max
+
+
+def _is_id(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+@dataclass
+class Scan:
+    """One walk over a mutable schema: its struct fields in pre-order with their paths, and the facts
+    the fixers need before they change anything (largest id, type categories, metadata keys)."""
+
+    fields: list[tuple[dict[str, Any], str]]
+    max_id: int
+    categories: set[str]
+    metadata_keys: set[str]
+
+
+def scan(schema: Mapping[str, Any]) -> Scan:
+    """Walk ``schema`` once (the planner's private copy; fields are the live, mutable dicts)."""
+    out = Scan([], 0, set(), set())
+    fields = out.fields
+    cats = out.categories
+    keys = out.metadata_keys
+
+    def walk_struct(struct: Mapping[str, Any], parent: str) -> None:
+        for f in struct.get("fields") or ():
+            if not isinstance(f, dict):
+                continue
+            path = join_path(parent, quote_name(str(f.get("name", ""))))
+            fields.append((f, path))
+            md = f.get("metadata")
+            if md:
+                keys.update(md)
+                cid = md.get(CM_ID)
+                if _is_id(cid) and cid > out.max_id:
+                    out.max_id = cid
+                nested = md.get(CM_NESTED_IDS)
+                if isinstance(nested, Mapping):
+                    for v in nested.values():
+                        if _is_id(v) and v > out.max_id:
+                            out.max_id = v
+            walk_type(f.get("type"), path)
+
+    def walk_type(t: Any, path: str) -> None:
+        cat = type_category(t)
+        cats.add(cat)
+        if cat == "struct":
+            walk_struct(t, path)
+        elif cat == "array":
+            walk_type(t.get("elementType"), path + ".element")
+        elif cat == "map":
+            walk_type(t.get("keyType"), path + ".key")
+            walk_type(t.get("valueType"), path + ".value")
+
+    walk_struct(schema, "")
+    return out
+
+
+def max_assigned_id(schema: Mapping[str, Any]) -> int:
+    """The largest column id or nested id in a schema (0 when there is none)."""
+    return scan(schema).max_id
+
+
+Fields = Sequence[tuple[dict[str, Any], str]]
+
+
+def _metadata(f: dict[str, Any]) -> dict[str, Any]:
+    md = f.get("metadata")
+    if not isinstance(md, dict):
+        md = {}
+        f["metadata"] = md
+    return md
+
+
+def copy_previous_mapping(
+    schema: dict[str, Any], previous: Mapping[str, Any], previous_mapped: bool
+) -> tuple[Changed, dict[int, Mapping[str, Any]]]:
+    """Give columns that already existed their previous id and physical name where they lack them.
+
+    Fields are matched by name (exact, then case-insensitive) level by level. When the previous table
+    had no column mapping, its data files name columns by their logical names, so that name becomes
+    the physical name (ids are then new). Returns the changes and, keyed by ``id()`` of each new field
+    dict, the previous field it matched (the nested-id pass reuses the matching).
+    """
+    changed: Changed = []
+    matches: dict[int, Mapping[str, Any]] = {}
+    for new, old, path in matched_fields(schema, previous):
+        matches[id(new)] = old
+        md = new.get("metadata") if isinstance(new.get("metadata"), dict) else None
+        has_id = md is not None and _is_id(md.get(CM_ID))
+        has_pn = (
+            md is not None and isinstance(md.get(CM_PHYSICAL_NAME), str) and bool(md.get(CM_PHYSICAL_NAME))
+        )
+        parts: list[str] = []
+        if previous_mapped:
+            old_id = column_id(old)
+            old_pn = (
+                old.get("metadata", {}).get(CM_PHYSICAL_NAME)
+                if isinstance(old.get("metadata"), Mapping)
+                else None
+            )
+            if not has_id and old_id is not None:
+                _metadata(new)[CM_ID] = old_id  # type: ignore[arg-type]
+                parts.append(f"id {old_id}")
+            if not has_pn and isinstance(old_pn, str) and old_pn:
+                _metadata(new)[CM_PHYSICAL_NAME] = old_pn  # type: ignore[arg-type]
+                parts.append(f"physical name {old_pn}")
+        elif not has_pn:
+            old_name = str(old.get("name", ""))
+            _metadata(new)[CM_PHYSICAL_NAME] = old_name  # type: ignore[arg-type]
+            parts.append(f"physical name {old_name} (the name its data files use)")
+        if parts:
+            changed.append((path, "kept the existing column's " + " and ".join(parts)))
+    return changed, matches
+
+
+def assign_column_ids(fields: Fields, ids: IdCounter) -> Changed:
+    """Give every field without one a fresh id, and a physical name ``col-<id>`` where it has none."""
+    changed: Changed = []
+    for f, path in fields:
+        md = f.get("metadata")
+        cid = md.get(CM_ID) if isinstance(md, dict) else None
+        pn = md.get(CM_PHYSICAL_NAME) if isinstance(md, dict) else None
+        if _is_id(cid) and isinstance(pn, str) and pn:
+            continue
+        md = _metadata(f)
+        parts: list[str] = []
+        if not _is_id(cid):
+            cid = ids.next()
+            md[CM_ID] = cid
+            parts.append(f"{CM_ID}={cid}")
+        if not isinstance(pn, str) or not pn:
+            md[CM_PHYSICAL_NAME] = f"col-{cid}"
+            parts.append(f"{CM_PHYSICAL_NAME}=col-{cid}")
+        changed.append((path, ", ".join(parts)))
+    return changed
+
+
+def rename_physical(fields: Fields, template: str, keep: Callable[[dict[str, Any]], bool]) -> Changed:
+    """Set the physical name of every field ``keep`` does not protect to ``template`` filled with its id.
+
+    Only columns that have no data yet may be renamed physically; ``keep`` says which ones do.
+    """
+    changed: Changed = []
+    for f, path in fields:
+        md = f.get("metadata")
+        if not isinstance(md, dict) or keep(f):
+            continue
+        cid = md.get(CM_ID)
+        if not _is_id(cid):
+            continue
+        want = template.format(id=cid)
+        if md.get(CM_PHYSICAL_NAME) != want:
+            md[CM_PHYSICAL_NAME] = want
+            changed.append((path, f"{CM_PHYSICAL_NAME}={want}"))
+    return changed
+
+
+def assign_nested_ids(
+    schema: dict[str, Any], ids: IdCounter, matches: Mapping[int, Mapping[str, Any]]
+) -> Changed:
+    """Give every array element and map key/value an id where it has none, stored as PROTOCOL.md shows.
+
+    The id goes into ``delta.columnMapping.nested.ids`` of the nearest ancestor struct field, keyed by
+    that field's physical name followed by the element/key/value steps. A column that existed before
+    gets back the nested id it had under the same key.
+    """
+    changed: Changed = []
+
+    def assign(f: dict[str, Any], key: str, slot_path: str, field_path: str) -> None:
+        md = f.get("metadata")
+        nested = md.get(CM_NESTED_IDS) if isinstance(md, dict) else None
+        if isinstance(nested, Mapping) and _is_id(nested.get(key)):
+            return
+        old = matches.get(id(f))
+        old_md = old.get("metadata") if old is not None else None
+        old_ids = old_md.get(CM_NESTED_IDS) if isinstance(old_md, Mapping) else None
+        reuse = old_ids.get(key) if isinstance(old_ids, Mapping) else None
+        value = reuse if _is_id(reuse) else ids.next()
+        md = _metadata(f)
+        if not isinstance(nested, dict):
+            nested = dict(nested) if isinstance(nested, Mapping) else {}
+            md[CM_NESTED_IDS] = nested
+        nested[key] = value
+        how = "kept the existing nested id" if value is reuse else "assigned nested id"
+        changed.append((slot_path, f"{how} {value} under {key!r} on `{field_path}`"))
+
+    def walk_struct(struct: Mapping[str, Any], parent: str) -> None:
+        for f in struct.get("fields") or ():
+            if isinstance(f, dict):
+                path = join_path(parent, quote_name(str(f.get("name", ""))))
+                walk_type(f.get("type"), f, physical_name(f), path, path)
+
+    def walk_type(t: Any, owner: dict[str, Any], key: str, path: str, owner_path: str) -> None:
+        cat = type_category(t)
+        if cat == "struct":
+            walk_struct(t, path)
+        elif cat == "array":
+            k, p = key + ".element", path + ".element"
+            assign(owner, k, p, owner_path)
+            walk_type(t.get("elementType"), owner, k, p, owner_path)
+        elif cat == "map":
+            for step, sub in (("key", "keyType"), ("value", "valueType")):
+                k, p = key + "." + step, path + "." + step
+                assign(owner, k, p, owner_path)
+                walk_type(t.get(sub), owner, k, p, owner_path)
+
+    walk_struct(schema, "")
+    return changed

@@ -1,0 +1,808 @@
+"""THE rule catalog: every requirement icecompat enforces, as data.
+
+Each entry names a generic check kind (``kinds.py``) and its params, the profiles it belongs to, the
+spec clause it implements and what the planner does about it. Rule ids are stable and prefixed by
+where the requirement comes from:
+
+- ``ICV3-``: IcebergCompatV3 (delta-rfc-iceberg-compat-v3.md), profiles ``v3`` and ``writer-v3``;
+- ``ICV2-``: IcebergCompatV2 (delta-PROTOCOL.md), profile ``writer-v1``;
+- ``IWC1-``: IcebergWriterCompatV1 (delta-rfc-iceberg-writer-compat-v1.md), ``writer-v1`` and, where
+  Delta Kernel's IcebergWriterCompatV3 applies the same check, ``writer-v3``;
+- ``IWC3-``: IcebergWriterCompatV3 as Delta Kernel implements it (no protocol text exists);
+- ``PROTO-``, ``CM-``, ``DELTA-``: Delta protocol requirements every profile relies on (table features,
+  column mapping, features that schema contents require);
+- ``PROFILE-``: icecompat's own rule that one table is written under one profile.
+
+A rule that is not implemented is absent: nothing here is a placeholder.
+"""
+
+from __future__ import annotations
+
+from icecompat_writer.rules.kinds import check_against_kinds
+from icecompat_writer.rules.model import Rule, unique_ids
+
+__all__ = ["CATALOG", "RULES_BY_ID"]
+
+V3, W1, W3 = "v3", "writer-v1", "writer-v3"
+ALL = (V3, W1, W3)
+V3S = (V3, W3)
+WRITERS = (W1, W3)
+
+# Clause anchors (GitHub heading slugs) in /work/shared/specs.
+R3 = "delta-rfc-iceberg-compat-v3.md"
+R3_SUPPORT = f"{R3}#iceberg-compatibility-v3"
+R3_WRITER = f"{R3}#writer-requirements-for-icebergcompatv3"
+P = "delta-PROTOCOL.md"
+P2_SUPPORT = f"{P}#iceberg-compatibility-v2"
+P2_WRITER = f"{P}#writer-requirements-for-icebergcompatv2"
+P_CM = f"{P}#column-mapping"
+P_CM_WRITER = f"{P}#writer-requirements-for-column-mapping"
+P_CM_READER = f"{P}#reader-requirements-for-column-mapping"
+P_FEATURES = f"{P}#supported-features"
+P_UPGRADE = f"{P}#table-features-for-new-and-existing-tables"
+P_ROW_TRACKING = f"{P}#row-tracking"
+P_NTZ = f"{P}#timestamp-without-timezone-timestampntz"
+P_VARIANT = f"{P}#variant-data-type"
+P_DEFAULTS = f"{P}#default-columns"
+P_TYPE_WIDENING = f"{P}#writer-requirements-for-type-widening"
+P_STATS = f"{P}#per-file-statistics"
+W = "delta-rfc-iceberg-writer-compat-v1.md"
+W_SUPPORT = f"{W}#icebergwritercompatv1"
+W_WRITER = f"{W}#writer-requirements-for-icebergwritercompatv1"
+W_DISALLOWED = f"{W}#disallowed-features"
+W_ALLOWLIST = f"{W}#allowed-supported-list-of-features"
+MPC = "delta-rfc-materialize-partition-columns.md#materialize-partition-columns"
+ICEBERG_RESERVED = "iceberg-spec.md#reserved-field-ids"
+OURS = "docs/profiles.md#one-profile-per-table"
+KERNEL_W3 = "Delta Kernel IcebergWriterCompatV3MetadataValidatorAndUpdater"
+
+V2_TYPES = (
+    "byte", "short", "integer", "long", "float", "double", "decimal", "string", "binary", "boolean",
+    "timestamp", "timestamp_ntz", "date", "array", "map", "struct",
+)  # fmt: skip
+V3_TYPES = (*V2_TYPES, "variant", "geometry", "geography")
+
+# Type changes Iceberg can apply as schema evolution (the IcebergCompatV3 list; also what "supported by
+# Iceberg V2" means for IcebergCompatV2, byte and short being Iceberg ints).
+ICEBERG_WIDENINGS = (
+    ("byte", "short"), ("byte", "integer"), ("byte", "long"),
+    ("short", "integer"), ("short", "long"),
+    ("integer", "long"),
+    ("float", "double"),
+)  # fmt: skip
+TYPE_WIDENING_FEATURES = ("typeWidening", "typeWidening-preview")
+
+LEGACY_INACTIVE = ("invariants", "changeDataFeed", "checkConstraints", "identityColumns", "generatedColumns")
+IWC1_ALLOWED = (
+    "appendOnly", "columnMapping", "icebergWriterCompatV1", "icebergCompatV2", "domainMetadata",
+    "vacuumProtocolCheck", "v2Checkpoint", "inCommitTimestamp", "clustering", "timestampNtz", "typeWidening",
+)  # fmt: skip
+# Delta Kernel's allow-list for IcebergWriterCompatV3 (its common writer-compat list plus the V3 additions).
+IWC3_ALLOWED = (
+    "appendOnly", "columnMapping", "domainMetadata", "vacuumProtocolCheck", "v2Checkpoint",
+    "checkpointProtection", "inCommitTimestamp", "clustering", "timestampNtz", "typeWidening",
+    "typeWidening-preview", "catalogManaged", "rowTracking", "icebergCompatV3", "icebergWriterCompatV3",
+    "deletionVectors", "variantType", "variantType-preview", "variantShredding", "variantShredding-preview",
+    "allowColumnDefaults", "geospatial", "icebergCompatV2", "icebergWriterCompatV1",
+)  # fmt: skip
+IDENTITY_KEYS = (
+    "delta.identity.start", "delta.identity.step", "delta.identity.highWaterMark",
+    "delta.identity.allowExplicitInsert",
+)  # fmt: skip
+
+UPGRADE = "run `icecompat upgrade` to rewrite the table's data files under the new mapping"
+
+
+def _support_rules() -> list[Rule]:
+    """Protocol versions and the features/properties that switch each compat feature on."""
+    supports = (R3_SUPPORT, P2_SUPPORT, W_SUPPORT)
+    return [
+        Rule(
+            "PROTO-WRITER-VERSION",
+            ALL,
+            "min_writer_version",
+            checks="The table is on writer version 7 (table features).",
+            message="the table must be on writer version 7 to list table features",
+            fix="raise minWriterVersion to 7, listing the features the old version implied",
+            clause=supports[0],
+            also=(*supports[1:], P_UPGRADE),
+            params={"version": 7},
+            autofix="raises minWriterVersion to 7 and lists every feature the legacy version implied",
+        ),
+        Rule(
+            "PROTO-READER-COLUMN-MAPPING",
+            ALL,
+            "required_reader_feature",
+            checks="Readers support columnMapping: reader version 2, or 3 with it in readerFeatures.",
+            message="readers must support {feature}",
+            fix="use reader version 3 with {feature} in readerFeatures",
+            clause=supports[0],
+            also=supports[1:],
+            params={"feature": "columnMapping"},
+            autofix="adds columnMapping to readerFeatures at reader version 3 (reader version 2 is kept)",
+        ),
+        Rule(
+            "PROTO-READER-FEATURES-IN-WRITER",
+            ALL,
+            "reader_features_in_writer",
+            checks="Every feature listed in readerFeatures is listed in writerFeatures too.",
+            message="reader feature {feature} is missing from writerFeatures",
+            fix="add {feature} to writerFeatures",
+            clause=P_FEATURES,
+            autofix="adds the feature to writerFeatures",
+        ),
+        Rule(
+            "CM-WRITER-FEATURE",
+            ALL,
+            "required_writer_features",
+            checks="The columnMapping feature is a supported writer feature.",
+            message="writer feature {feature} is required",
+            fix="add {feature} to writerFeatures and readerFeatures",
+            clause=P_CM_WRITER,
+            also=(P_CM,),
+            params={"features": ["columnMapping"]},
+            autofix="adds columnMapping to writerFeatures and readerFeatures",
+        ),
+        Rule(
+            "ICV3-FEATURE",
+            V3S,
+            "required_writer_features",
+            checks="The icebergCompatV3 feature is in writerFeatures.",
+            message="writer feature {feature} is required",
+            fix="add {feature} to writerFeatures",
+            clause=R3_SUPPORT,
+            params={"features": ["icebergCompatV3"]},
+            autofix="adds icebergCompatV3 to writerFeatures",
+        ),
+        Rule(
+            "ICV3-ENABLED",
+            V3S,
+            "required_property",
+            checks="Table property delta.enableIcebergCompatV3 is true.",
+            message="table property `{key}` must be true to enable IcebergCompatV3",
+            fix="set `{key}` to `{expected}`",
+            clause=R3_SUPPORT,
+            params={"key": "delta.enableIcebergCompatV3", "value": "true"},
+            autofix="sets delta.enableIcebergCompatV3=true",
+        ),
+        Rule(
+            "ICV2-FEATURE",
+            (W1,),
+            "required_writer_features",
+            checks="The icebergCompatV2 feature is in writerFeatures.",
+            message="writer feature {feature} is required",
+            fix="add {feature} to writerFeatures",
+            clause=P2_SUPPORT,
+            also=(W_SUPPORT,),
+            params={"features": ["icebergCompatV2"]},
+            autofix="adds icebergCompatV2 to writerFeatures",
+        ),
+        Rule(
+            "ICV2-ENABLED",
+            (W1,),
+            "required_property",
+            checks="Table property delta.enableIcebergCompatV2 is true.",
+            message="table property `{key}` must be true: IcebergWriterCompatV1 builds on IcebergCompatV2",
+            fix="set `{key}` to `{expected}`",
+            clause=P2_SUPPORT,
+            also=(W_WRITER,),
+            params={"key": "delta.enableIcebergCompatV2", "value": "true"},
+            autofix="sets delta.enableIcebergCompatV2=true",
+        ),
+        Rule(
+            "IWC1-FEATURE",
+            (W1,),
+            "required_writer_features",
+            checks="The icebergWriterCompatV1 feature is in writerFeatures.",
+            message="writer feature {feature} is required",
+            fix="add {feature} to writerFeatures",
+            clause=W_SUPPORT,
+            params={"features": ["icebergWriterCompatV1"]},
+            autofix="adds icebergWriterCompatV1 to writerFeatures",
+        ),
+        Rule(
+            "IWC1-ENABLED",
+            (W1,),
+            "required_property",
+            checks="Table property delta.enableIcebergWriterCompatV1 is true.",
+            message="table property `{key}` must be true to enable IcebergWriterCompatV1",
+            fix="set `{key}` to `{expected}`",
+            clause=W_SUPPORT,
+            params={"key": "delta.enableIcebergWriterCompatV1", "value": "true"},
+            autofix="sets delta.enableIcebergWriterCompatV1=true",
+        ),
+        Rule(
+            "IWC3-FEATURE",
+            (W3,),
+            "required_writer_features",
+            checks="The icebergWriterCompatV3 feature is in writerFeatures (as Delta Kernel requires).",
+            message="writer feature {feature} is required",
+            fix="add {feature} to writerFeatures",
+            clause=W_SUPPORT,
+            reference=KERNEL_W3,
+            params={"features": ["icebergWriterCompatV3"]},
+            autofix="adds icebergWriterCompatV3 to writerFeatures",
+        ),
+        Rule(
+            "IWC3-ENABLED",
+            (W3,),
+            "required_property",
+            checks="Table property delta.enableIcebergWriterCompatV3 is true (as Delta Kernel requires).",
+            message="table property `{key}` must be true to enable IcebergWriterCompatV3",
+            fix="set `{key}` to `{expected}`",
+            clause=W_SUPPORT,
+            reference=KERNEL_W3,
+            params={"key": "delta.enableIcebergWriterCompatV3", "value": "true"},
+            autofix="sets delta.enableIcebergWriterCompatV3=true",
+        ),
+        Rule(
+            "PROFILE-EXCLUSIVE",
+            ALL,
+            "profile_exclusive",
+            checks="No property that declares another profile is true on the table.",
+            message="`{key}` is true, so the table declares profile {declared}; profiles cannot be mixed",
+            fix="write this table with profile {declared}, or create a new table for this profile",
+            clause=OURS,
+            params={
+                "properties": {
+                    "delta.enableIcebergCompatV3": V3,
+                    "delta.enableIcebergWriterCompatV1": W1,
+                    "delta.enableIcebergWriterCompatV3": W3,
+                }
+            },
+        ),
+        Rule(
+            "ICV3-NO-OLDER-COMPAT",
+            V3S,
+            "forbidden_property_value",
+            checks="IcebergCompatV1 and IcebergCompatV2 are not enabled (their properties are not true).",
+            message="`{key}` is true but IcebergCompatV3 requires IcebergCompatV1 and V2 to be inactive",
+            fix="remove `{key}` (set it to false); one IcebergCompat version at a time",
+            clause=R3_WRITER,
+            params={
+                "keys": ["delta.enableIcebergCompatV1", "delta.enableIcebergCompatV2"],
+                "values": ["true"],
+            },
+        ),
+        Rule(
+            "ICV2-NO-V1",
+            (W1,),
+            "forbidden_property_value",
+            checks="IcebergCompatV1 is not enabled (delta.enableIcebergCompatV1 is not true).",
+            message="`{key}` is true but IcebergCompatV2 requires IcebergCompatV1 to be inactive",
+            fix="remove `{key}` (set it to false)",
+            clause=P2_WRITER,
+            params={"keys": ["delta.enableIcebergCompatV1"], "values": ["true"]},
+        ),
+        Rule(
+            "ICV2-NO-DELETION-VECTORS",
+            (W1,),
+            "forbidden_property_value",
+            checks="Deletion vectors are not enabled (delta.enableDeletionVectors is not true).",
+            message="deletion vectors are enabled (`{key}` is true); IcebergCompatV2 forbids them",
+            fix="set `{key}` to false",
+            clause=P2_WRITER,
+            params={"keys": ["delta.enableDeletionVectors"], "values": ["true"]},
+        ),
+    ]
+
+
+def _column_mapping_rules() -> list[Rule]:
+    return [
+        Rule(
+            "ICV3-COLUMN-MAPPING-MODE",
+            (V3,),
+            "column_mapping_mode",
+            checks="Column mapping mode is name or id.",
+            message="IcebergCompatV3 needs column mapping in name or id mode",
+            fix="set `{key}` to id (new tables) or name",
+            clause=R3_WRITER,
+            params={"allowed": ["name", "id"]},
+            autofix="sets id on new tables; name on an existing table that had no column mapping; "
+            "keeps an existing name or id mode",
+        ),
+        Rule(
+            "IWC1-ID-MODE",
+            WRITERS,
+            "column_mapping_mode",
+            checks="Column mapping mode is id.",
+            message="IcebergWriterCompat needs column mapping in id mode",
+            fix="set `{key}` to id on a new table; an existing table in another mode needs: " + UPGRADE,
+            clause=W_WRITER,
+            also=(P2_WRITER,),
+            reference=KERNEL_W3,
+            params={"allowed": ["id"]},
+            autofix="sets id on new tables (an existing table keeps its mode)",
+        ),
+        Rule(
+            "CM-MODE-CHANGE",
+            ALL,
+            "column_mapping_mode_transition",
+            checks="An existing table keeps its column mapping mode (a table without one may move to name).",
+            message="column mapping mode cannot change from {observed} on a table that has data files "
+            "written under the old mode",
+            fix="keep the table's mode, or " + UPGRADE,
+            clause=P_CM_READER,
+            also=(P_CM_WRITER,),
+            params={"from_none": ["name"]},
+        ),
+        Rule(
+            "CM-IDS-ASSIGNED",
+            ALL,
+            "column_ids_assigned",
+            checks="Every field, nested ones included, has a column mapping id and physical name.",
+            message="the field has no complete column mapping metadata",
+            fix="assign a `delta.columnMapping.id` and a `delta.columnMapping.physicalName`",
+            clause=P_CM,
+            also=(P_CM_WRITER,),
+            autofix="assigns ids after the table's maxColumnId and physical names col-<id>, keeping the ids "
+            "and physical names of columns that already exist",
+        ),
+        Rule(
+            "CM-PHYSICAL-NAMES-STABLE",
+            ALL,
+            "physical_names_stable",
+            checks="Every column that already existed keeps its physical name and id.",
+            message="an existing column's physical name or id changed; its data files use the old one",
+            fix="keep the column's previous column mapping metadata",
+            clause=P_CM_WRITER,
+            autofix="copies id and physical name from the previous schema (matched by name, exact first, "
+            "then case-insensitive)",
+        ),
+        Rule(
+            "CM-IDS-UNIQUE",
+            ALL,
+            "ids_unique",
+            checks="Column ids and nested ids are unique across the schema and within 1..2147483447.",
+            message="id {id} is duplicated or out of range",
+            fix="give the field a fresh id above `delta.columnMapping.maxColumnId` (" + UPGRADE + ")",
+            clause=P_CM,
+            also=(P2_WRITER, R3_WRITER, ICEBERG_RESERVED),
+            params={"min_id": 1, "max_id": 2147483447},
+        ),
+        Rule(
+            "CM-MAX-COLUMN-ID",
+            ALL,
+            "max_column_id",
+            checks="delta.columnMapping.maxColumnId is at least every column id and nested id.",
+            message="`{key}` is below the largest id in the schema",
+            fix="set `{key}` to the largest id in the schema",
+            clause=P_CM_WRITER,
+            autofix="sets delta.columnMapping.maxColumnId to the largest id (never lowers it)",
+        ),
+        Rule(
+            "ICV3-NESTED-IDS",
+            V3S,
+            "nested_ids_assigned",
+            checks="Every array element and map key/value has a 32-bit id on its nearest struct field.",
+            message="no id for this element/key/value in `delta.columnMapping.nested.ids` of `{owner}`",
+            fix="store an id under `{key}` in `delta.columnMapping.nested.ids` of `{owner}`",
+            clause=R3_WRITER,
+            also=(P2_WRITER,),
+            autofix="assigns nested ids after the column ids, keyed by the physical path, as PROTOCOL.md "
+            "shows",
+        ),
+        Rule(
+            "ICV2-NESTED-IDS",
+            (W1,),
+            "nested_ids_assigned",
+            checks="Every array element and map key/value has a 32-bit id on its nearest struct field.",
+            message="no id for this element/key/value in `delta.columnMapping.nested.ids` of `{owner}`",
+            fix="store an id under `{key}` in `delta.columnMapping.nested.ids` of `{owner}`",
+            clause=P2_WRITER,
+            autofix="assigns nested ids after the column ids, keyed by the physical path, as PROTOCOL.md "
+            "shows",
+        ),
+        Rule(
+            "IWC1-PHYSICAL-NAME",
+            WRITERS,
+            "physical_name_pattern",
+            checks="Every field's physical name is exactly col-<its column id>.",
+            message="the physical name must be exactly col-<column id>",
+            fix="new columns get col-<id> automatically; an existing column with another physical name: "
+            + UPGRADE,
+            clause=W_WRITER,
+            reference=KERNEL_W3,
+            params={"template": "col-{id}"},
+            autofix="names new columns col-<id> (existing columns are never renamed)",
+        ),
+    ]
+
+
+def _row_tracking_rules() -> list[Rule]:
+    return [
+        Rule(
+            "ICV3-ROW-TRACKING",
+            V3S,
+            "required_property",
+            checks="Row tracking is enabled (delta.enableRowTracking is true).",
+            message="IcebergCompatV3 requires row tracking: `{key}` must be true",
+            fix="set `{key}` to `{expected}`",
+            clause=R3_WRITER,
+            also=(P_ROW_TRACKING,),
+            params={"key": "delta.enableRowTracking", "value": "true"},
+            autofix="sets delta.enableRowTracking=true",
+        ),
+        Rule(
+            "ICV3-ROW-TRACKING-FEATURES",
+            V3S,
+            "required_writer_features",
+            checks="The rowTracking and domainMetadata features are in writerFeatures.",
+            message="row tracking needs writer feature {feature}",
+            fix="add {feature} to writerFeatures",
+            clause=R3_WRITER,
+            also=(P_ROW_TRACKING,),
+            params={"features": ["rowTracking", "domainMetadata"]},
+            autofix="adds rowTracking and domainMetadata to writerFeatures",
+        ),
+        Rule(
+            "ICV3-ROW-TRACKING-NOT-SUSPENDED",
+            V3S,
+            "forbidden_property_value",
+            checks="Row tracking is not suspended (delta.rowTrackingSuspended is not true).",
+            message="`{key}` is true, so row ids are not assigned and row tracking is not really enabled",
+            fix="remove `{key}`",
+            clause=P_ROW_TRACKING,
+            also=(R3_WRITER,),
+            params={"keys": ["delta.rowTrackingSuspended"], "values": ["true"]},
+        ),
+        Rule(
+            "IWC1-NO-ROW-TRACKING",
+            (W1,),
+            "forbidden_property_value",
+            checks="Row tracking may be supported but is not active (delta.enableRowTracking is not true).",
+            message="row tracking is active (`{key}` is true); IcebergWriterCompatV1 allows it only inactive",
+            fix="set `{key}` to false",
+            clause=W_DISALLOWED,
+            also=(W_ALLOWLIST,),
+            params={"keys": ["delta.enableRowTracking"], "values": ["true"]},
+        ),
+        Rule(
+            "ICV3-ROW-ID-FIELD-ID",
+            V3S,
+            "row_tracking_field_id",
+            checks="The materialized row id column, where a data file has it, carries field id 2147483540.",
+            message="the materialized row id column (named by `{key}`) in file {file} has the wrong field id",
+            fix="rewrite the file with field id {expected} on that column (" + UPGRADE + ")",
+            clause=R3_WRITER,
+            params={"property": "delta.rowTracking.materializedRowIdColumnName", "field_id": 2147483540},
+        ),
+        Rule(
+            "ICV3-ROW-COMMIT-VERSION-FIELD-ID",
+            V3S,
+            "row_tracking_field_id",
+            checks="The materialized row commit version column, where present, carries field id 2147483539.",
+            message="the materialized row commit version column (named by `{key}`) in file {file} has the "
+            "wrong field id",
+            fix="rewrite the file with field id {expected} on that column (" + UPGRADE + ")",
+            clause=R3_WRITER,
+            params={
+                "property": "delta.rowTracking.materializedRowCommitVersionColumnName",
+                "field_id": 2147483539,
+            },
+        ),
+    ]
+
+
+def _type_rules() -> list[Rule]:
+    return [
+        Rule(
+            "ICV3-TYPE-ALLOWLIST",
+            V3S,
+            "type_allowlist",
+            checks="Every type in the schema is on the IcebergCompatV3 allow-list.",
+            message="type {type} is not allowed by IcebergCompatV3",
+            fix="cast the column to an allowed type before writing",
+            clause=R3_WRITER,
+            params={"allowed": list(V3_TYPES)},
+        ),
+        Rule(
+            "ICV2-TYPE-ALLOWLIST",
+            (W1,),
+            "type_allowlist",
+            checks="Every type in the schema is on the IcebergCompatV2 allow-list (so no variant).",
+            message="type {type} is not allowed by IcebergCompatV2",
+            fix="cast the column to an allowed type before writing",
+            clause=P2_WRITER,
+            also=(W_WRITER, W_DISALLOWED),
+            params={"allowed": list(V2_TYPES)},
+        ),
+        Rule(
+            "IWC1-NO-BYTE-SHORT",
+            WRITERS,
+            "forbidden_types",
+            checks="No column, element, key or value has type byte or short.",
+            message="type {type} is not allowed by IcebergWriterCompat",
+            fix="cast the column to integer before writing",
+            clause=W_WRITER,
+            reference=KERNEL_W3,
+            params={"types": ["byte", "short"]},
+        ),
+        Rule(
+            "ICV3-TYPE-WIDENING",
+            V3S,
+            "type_widening_allowlist",
+            checks="When type widening is supported, every recorded type change is one Iceberg can apply.",
+            message="type change {from_type} -> {to_type} recorded in delta.typeChanges is not allowed by "
+            "IcebergCompatV3",
+            fix="rewrite the affected data files and drop the type change history (" + UPGRADE + ")",
+            clause=R3_WRITER,
+            also=(P_TYPE_WIDENING,),
+            params={
+                "when_features": list(TYPE_WIDENING_FEATURES),
+                "changes": [list(c) for c in ICEBERG_WIDENINGS],
+                "decimal_precision_increase": True,
+            },
+        ),
+        Rule(
+            "ICV2-TYPE-WIDENING",
+            (W1,),
+            "type_widening_allowlist",
+            checks="When type widening is supported, every recorded type change is supported by Iceberg V2.",
+            message="type change {from_type} -> {to_type} recorded in delta.typeChanges is not supported "
+            "by Iceberg V2",
+            fix="rewrite the affected data files and drop the type change history (" + UPGRADE + ")",
+            clause=P2_WRITER,
+            also=(P_TYPE_WIDENING,),
+            params={
+                "when_features": list(TYPE_WIDENING_FEATURES),
+                "changes": [list(c) for c in ICEBERG_WIDENINGS],
+                "decimal_precision_increase": True,
+            },
+        ),
+        Rule(
+            "ICV3-LITERAL-DEFAULTS",
+            V3S,
+            "literal_write_defaults",
+            checks="Every column write default (CURRENT_DEFAULT) is a literal value.",
+            message="the column default is an expression, not a literal",
+            fix="use a literal default (e.g. 0, 'text', DATE '2024-01-01') or drop the default",
+            clause=R3_WRITER,
+            params={"key": "CURRENT_DEFAULT"},
+        ),
+        Rule(
+            "DELTA-TIMESTAMP-NTZ-FEATURE",
+            ALL,
+            "type_requires_features",
+            checks="A schema with timestamp_ntz supports the timestampNtz feature.",
+            message="type {type} needs table feature {feature}",
+            fix="add {feature} to readerFeatures and writerFeatures",
+            clause=P_NTZ,
+            params={"types": ["timestamp_ntz"], "features": [["timestampNtz"]]},
+            autofix="adds timestampNtz to readerFeatures and writerFeatures",
+        ),
+        Rule(
+            "DELTA-VARIANT-FEATURE",
+            V3S,
+            "type_requires_features",
+            checks="A schema with variant supports the variantType (or variantType-preview) feature.",
+            message="type {type} needs table feature {feature}",
+            fix="add {feature} to readerFeatures and writerFeatures",
+            clause=P_VARIANT,
+            params={"types": ["variant"], "features": [["variantType", "variantType-preview"]]},
+            autofix="adds variantType to readerFeatures and writerFeatures",
+        ),
+        Rule(
+            "DELTA-COLUMN-DEFAULTS-FEATURE",
+            V3S,
+            "column_metadata_requires_features",
+            checks="A schema with column defaults supports the allowColumnDefaults feature.",
+            message="column defaults (`{key}`) need table feature {feature}",
+            fix="add {feature} to writerFeatures",
+            clause=P_DEFAULTS,
+            params={"keys": ["CURRENT_DEFAULT"], "features": [["allowColumnDefaults"]]},
+            autofix="adds allowColumnDefaults to writerFeatures",
+        ),
+    ]
+
+
+def _writer_compat_feature_rules() -> list[Rule]:
+    """IcebergWriterCompat's feature allow-lists and the "supported but not active" checks."""
+
+    def legacy(rid: str, kind: str, params: dict, checks: str, message: str, fix: str,
+               profiles: tuple[str, ...] = WRITERS) -> Rule:  # fmt: skip
+        return Rule(
+            rid,
+            profiles,
+            kind,
+            checks=checks,
+            message=message,
+            fix=fix,
+            clause=W_DISALLOWED,
+            also=(W_ALLOWLIST,),
+            reference=KERNEL_W3 if W3 in profiles else "",
+            params=params,
+        )
+
+    return [
+        Rule(
+            "IWC1-FEATURE-ALLOWLIST",
+            (W1,),
+            "feature_allowlist",
+            checks="Every supported table feature is on the IcebergWriterCompatV1 allow-list.",
+            message="table feature {feature} is not allowed by IcebergWriterCompatV1",
+            fix="use a table without {feature} (features cannot be removed in place)",
+            clause=W_ALLOWLIST,
+            also=(W_DISALLOWED,),
+            params={"allowed": list(IWC1_ALLOWED), "inactive_allowed": [*LEGACY_INACTIVE, "rowTracking"]},
+        ),
+        Rule(
+            "IWC3-FEATURE-ALLOWLIST",
+            (W3,),
+            "feature_allowlist",
+            checks="Every supported table feature is on Delta Kernel's IcebergWriterCompatV3 allow-list.",
+            message="table feature {feature} is not allowed by IcebergWriterCompatV3",
+            fix="use a table without {feature} (features cannot be removed in place)",
+            clause=W_ALLOWLIST,
+            also=(W_DISALLOWED,),
+            reference=KERNEL_W3,
+            params={"allowed": list(IWC3_ALLOWED), "inactive_allowed": list(LEGACY_INACTIVE)},
+        ),
+        legacy(
+            "IWC1-NO-INVARIANTS",
+            "forbidden_column_metadata_key",
+            {"keys": ["delta.invariants"]},
+            "No column has delta.invariants in its metadata (invariants inactive).",
+            "the column has an invariant; column invariants must not be active",
+            "drop the invariant from the column",
+        ),
+        legacy(
+            "IWC1-NO-CHANGE-DATA-FEED",
+            "forbidden_property_value",
+            {"keys": ["delta.enableChangeDataFeed"], "values": ["true"]},
+            "Change data feed is not enabled (delta.enableChangeDataFeed is not true).",
+            "change data feed is active (`{key}` is true)",
+            "set `{key}` to false",
+        ),
+        legacy(
+            "IWC1-NO-CHECK-CONSTRAINTS",
+            "forbidden_property_prefix",
+            {"prefix": "delta.constraints."},
+            "No table property key starts with delta.constraints. (CHECK constraints inactive).",
+            "CHECK constraint `{key}` is defined; CHECK constraints must not be active",
+            "drop the constraint (ALTER TABLE ... DROP CONSTRAINT)",
+        ),
+        legacy(
+            "IWC1-NO-IDENTITY-COLUMNS",
+            "forbidden_column_metadata_key",
+            {"keys": list(IDENTITY_KEYS)},
+            "No column has delta.identity.* metadata (identity columns inactive).",
+            "the column is an identity column (`{key}`); identity columns must not be active",
+            "use a plain column instead of an identity column",
+        ),
+        legacy(
+            "IWC1-NO-GENERATED-COLUMNS",
+            "forbidden_column_metadata_key",
+            {"keys": ["delta.generationExpression"]},
+            "No column has delta.generationExpression in its metadata (generated columns inactive).",
+            "the column is a generated column; generated columns must not be active",
+            "compute the value before writing and drop the generation expression",
+        ),
+        legacy(
+            "IWC1-NO-DEFAULT-COLUMNS",
+            "forbidden_column_metadata_key",
+            {"keys": ["CURRENT_DEFAULT"]},
+            "No column has a default value (CURRENT_DEFAULT): default columns cannot be supported.",
+            "the column has a default value; IcebergWriterCompatV1 does not allow default columns",
+            "drop the column default",
+            profiles=(W1,),
+        ),
+        legacy(
+            "IWC1-NO-COLLATIONS",
+            "forbidden_column_metadata_key",
+            {"keys": ["__COLLATIONS"]},
+            "No column has a collation (__COLLATIONS metadata): collations cannot be supported.",
+            "the column has a collation; IcebergWriterCompat does not allow collations",
+            "use the default (UTF8_BINARY) collation",
+        ),
+    ]
+
+
+def _replace_rules() -> list[Rule]:
+    return [
+        Rule(
+            "ICV3-NO-PARTITION-RENAME",
+            V3S,
+            "partition_spec_unchanged",
+            checks="A partitioned table is not replaced with differently named partition columns.",
+            message="the table was partitioned by {expected}; replacing it with partitioning {observed} is "
+            "blocked (a type-only change of the same columns is allowed)",
+            fix="keep the partition columns {expected}, or drop the table and create a new one",
+            clause=R3_WRITER,
+        ),
+        Rule(
+            "ICV2-NO-PARTITION-RENAME",
+            (W1,),
+            "partition_spec_unchanged",
+            checks="A partitioned table is not replaced with differently named partition columns.",
+            message="the table was partitioned by {expected}; replacing it with partitioning {observed} is "
+            "blocked (a type-only change of the same columns is allowed)",
+            fix="keep the partition columns {expected}, or drop the table and create a new one",
+            clause=P2_WRITER,
+        ),
+        Rule(
+            "IWC1-MAP-KEY-IMMUTABLE",
+            WRITERS,
+            "map_key_struct_immutable",
+            checks="The schema of a struct used as a map key does not change.",
+            message="the struct used as this map key changed; Iceberg forbids any change to a map key",
+            fix="keep the map key's struct exactly as it was (changes to the map value are allowed)",
+            clause=W_WRITER,
+        ),
+    ]
+
+
+def _file_rules() -> list[Rule]:
+    def per_spec(suffix: str, kind: str, checks: str, message: str, fix: str, v3_clauses: tuple[str, ...],
+                 v2_clauses: tuple[str, ...]) -> list[Rule]:  # fmt: skip
+        return [
+            Rule(f"ICV3-{suffix}", V3S, kind, checks=checks, message=message, fix=fix,
+                 clause=v3_clauses[0], also=v3_clauses[1:]),
+            Rule(f"ICV2-{suffix}", (W1,), kind, checks=checks, message=message, fix=fix,
+                 clause=v2_clauses[0], also=v2_clauses[1:]),
+        ]  # fmt: skip
+
+    return [
+        *per_spec(
+            "NUM-RECORDS",
+            "num_records_present",
+            "Every AddFile has the numRecords statistic in its stats.",
+            "file {file} has no numRecords statistic",
+            "write with statistics collection on (delta-spark does so by default)",
+            (R3_WRITER, P_STATS),
+            (P2_WRITER, P_STATS),
+        ),
+        *per_spec(
+            "PARTITION-MATERIALIZED",
+            "partition_columns_materialized",
+            "Every data file contains its partition columns (partition values are materialized).",
+            "partition column missing from data file {file}",
+            "rewrite the file with the partition columns materialized (" + UPGRADE + ")",
+            (R3_WRITER, MPC),
+            (P2_WRITER, MPC),
+        ),
+        *per_spec(
+            "TIMESTAMP-INT64",
+            "timestamps_int64",
+            "Timestamp columns in data files are stored as INT64, never INT96.",
+            "timestamp stored as {observed} in file {file}",
+            "write with spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS and rewrite the file ("
+            + UPGRADE
+            + ")",
+            (R3_WRITER,),
+            (P2_WRITER,),
+        ),
+        *per_spec(
+            "PARQUET-FIELD-IDS",
+            "parquet_field_ids",
+            "Every column, nested field, element, key and value in a data file carries its field id.",
+            "the Parquet field id in file {file} does not match the column mapping metadata",
+            "rewrite the file with the table's field ids (" + UPGRADE + ")",
+            (R3_WRITER, P2_WRITER, P_CM_WRITER),
+            (P2_WRITER, P_CM_WRITER),
+        ),
+        Rule(
+            "ICV2-NO-DELETION-VECTOR-FILES",
+            (W1,),
+            "no_deletion_vector_files",
+            checks="No AddFile carries a deletion vector.",
+            message="file {file} has a deletion vector, which Iceberg V2 readers ignore",
+            fix="purge the deletion vectors (REORG TABLE ... APPLY (PURGE)) or " + UPGRADE,
+            clause=P2_WRITER,
+        ),
+    ]
+
+
+CATALOG: tuple[Rule, ...] = (
+    *_support_rules(),
+    *_column_mapping_rules(),
+    *_row_tracking_rules(),
+    *_type_rules(),
+    *_writer_compat_feature_rules(),
+    *_replace_rules(),
+    *_file_rules(),
+)
+unique_ids(CATALOG)
+check_against_kinds(CATALOG)
+
+RULES_BY_ID = {r.id: r for r in CATALOG}
