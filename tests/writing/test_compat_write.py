@@ -285,3 +285,27 @@ def test_idempotent_writes_with_txn_ids(spark: SparkSession, tmp_path: Path) -> 
     assert spark.read.format("delta").load(str(root)).count() == 3
     txns = [a["txn"] for c in support.commits(root) for a in c if "txn" in a]
     assert txns == [{"appId": "job-1", "version": 7, "lastUpdated": txns[0]["lastUpdated"]}]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("profile", ["v3", "writer-v1"])
+def test_replace_where_and_dynamic_partition_overwrite(
+    spark: SparkSession, tmp_path: Path, profile: str
+) -> None:
+    root = tmp_path / "partial"
+    compat_write(frame(spark, 0, 6), str(root), partition_by="part", profile=profile)  # ids 0..5
+    evens = frame(spark, 100, 4).filter("part = 'even'")  # ids 100, 102
+    compat_write(
+        evens, str(root), mode="overwrite", profile=profile, options={"replaceWhere": "part = 'even'"}
+    )
+    got = sorted(r.id for r in spark.read.format("delta").load(str(root)).select("id").collect())
+    assert got == [1, 3, 5, 100, 102]
+    assert_guarantees(root, profile)
+
+    odds = frame(spark, 200, 2).filter("part = 'odd'")  # id 201
+    compat_write(
+        odds, str(root), mode="overwrite", profile=profile, options={"partitionOverwriteMode": "dynamic"}
+    )
+    got = sorted(r.id for r in spark.read.format("delta").load(str(root)).select("id").collect())
+    assert got == [100, 102, 201]
+    assert_guarantees(root, profile)
