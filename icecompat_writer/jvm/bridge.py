@@ -204,4 +204,7 @@ def default_table_location(spark: SparkSession, table: tuple[str, ...]) -> str:
     name = table[-1]
     db = table[-2] if len(table) >= 2 else catalog.getCurrentDatabase()
     ident = view.org.apache.spark.sql.catalyst.TableIdentifier(name, view.scala.Option.apply(db))
-    return str(call(lambda: catalog.defaultTablePath(ident).toString()))
+    uri = call(lambda: catalog.defaultTablePath(ident))
+    if str(uri.getScheme() or "file") == "file":
+        return str(uri.getPath())  # decoded: a local path, not a %-escaped URI
+    return str(uri.toString())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,7 @@ MODES = frozenset(
     }
 )
 MAX_ATTEMPTS = 5
+_CATALOG_NAME = re.compile(r"[A-Za-z0-9_]+")  # what Spark's session catalog accepts for a new table
 
 
 @dataclass(frozen=True)
@@ -223,19 +225,34 @@ def _resolve_location(spark: Any, target: Target) -> tuple[str, bool]:
     if target.table is None:
         assert target.location is not None
         return target.location, False
-    if spark.catalog.tableExists(".".join(target.table)):
+    if spark.catalog.tableExists(target.sql_name):
         detail = spark.sql(f"DESCRIBE DETAIL {target.sql_name}").collect()[0].asDict()
         if str(detail.get("format", "")).lower() != "delta":
             raise IcecompatError(
                 f"table {target.display} is not a Delta table (format {detail.get('format')})"
             )
         return str(detail["location"]), True
+    bad = [p for p in target.table if not _CATALOG_NAME.fullmatch(p)]
+    if bad:
+        raise IcecompatError(
+            f"cannot create catalog table {target.display}: the session catalog only accepts names of "
+            f"letters, digits and _ (not {', '.join(repr(b) for b in bad)}); choose such a name or write "
+            "to a path"
+        )
     return bridge.default_table_location(spark, target.table), False
 
 
-def _register_table(spark: Any, target: Target, location: str) -> None:
+def _register_table(spark: Any, target: Target, location: str, version: int) -> None:
+    """Register a table just written at ``location`` under its catalog name (identifiers quoted)."""
     escaped = location.replace("\\", "\\\\").replace("'", "\\'")
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {target.sql_name} USING delta LOCATION '{escaped}'")
+    try:
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {target.sql_name} USING delta LOCATION '{escaped}'")
+    except Exception as err:  # pyspark raises its own wrappers of Java errors here
+        raise IcecompatError(
+            f"version {version} of the table was committed at {location}, but registering it as "
+            f"{target.display} in the catalog failed ({str(err).splitlines()[0]}); register it with "
+            f"CREATE TABLE <name> USING delta LOCATION '{location}'"
+        ) from None
 
 
 def compat_write(
@@ -357,7 +374,7 @@ def compat_write(
                 raise
             version = landed
         if tgt.table is not None and not registered:
-            _register_table(spark, tgt, location)
+            _register_table(spark, tgt, location, version)
         return WriteResult(
             target=tgt.display,
             location=location,

@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from icecompat_writer.errors import TableExistsError
+from icecompat_writer.errors import IcecompatError, TableExistsError
 from icecompat_writer.writing.api import compat_write
 from icecompat_writer.writing.wrappers import compat
 from tests import support
@@ -158,7 +158,8 @@ def make_target(kind: str, tmp_path: Path, name: str) -> tuple[str, Path]:
 def root_of(spark: SparkSession, target: str, root: Path) -> Path:
     if root != Path():
         return root
-    loc = spark.sql(f"DESCRIBE DETAIL `{target}`").collect()[0]["location"]
+    name = target if target.startswith("`") else f"`{target}`"
+    loc = spark.sql(f"DESCRIBE DETAIL {name}").collect()[0]["location"]
     return Path(loc.removeprefix("file:"))
 
 
@@ -309,3 +310,50 @@ def test_replace_where_and_dynamic_partition_overwrite(
     got = sorted(r.id for r in spark.read.format("delta").load(str(root)).select("id").collect())
     assert got == [100, 102, 201]
     assert_guarantees(root, profile)
+
+
+@pytest.mark.spark
+def test_save_as_table_and_insert_into(spark: SparkSession) -> None:
+    name = "orders_2026"
+    df = frame(spark, 0, 3)
+    first = compat(df, profile="writer-v3").write.partitionBy("part").saveAsTable(name)
+    assert first.version == 0
+    # insertInto matches by position: rename every column, keep the order
+    renamed = frame(spark, 3, 2).toDF(*[f"c{i}" for i in range(len(SCHEMA.fields))])
+    second = compat(renamed, profile="writer-v3").write.insertInto(name)
+    assert second.version == 1
+    back = spark.table(name)
+    assert back.count() == 5 and back.columns == [f.name for f in SCHEMA.fields]
+    assert_guarantees(root_of(spark, name, Path()), "writer-v3")
+
+
+@pytest.mark.spark
+def test_a_name_the_catalog_cannot_hold_is_refused_before_writing(spark: SparkSession) -> None:
+    warehouse = Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
+    before = sorted(p.name for p in warehouse.iterdir()) if warehouse.exists() else []
+    with pytest.raises(IcecompatError, match="letters, digits and _"):
+        compat_write(frame(spark, 0, 1), "`odd näme; DROP TABLE x`")
+    after = sorted(p.name for p in warehouse.iterdir()) if warehouse.exists() else []
+    assert after == before
+
+
+@pytest.mark.spark
+def test_row_tracking_columns_materialized_by_delta_carry_the_reserved_ids(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    root = tmp_path / "rt"
+    for start in (0, 10, 20):
+        compat_write(spark.range(start, start + 5), str(root), mode="append", profile="v3")
+    spark.sql(f"UPDATE delta.`{root}` SET id = id + 1000 WHERE id < 3")
+    spark.sql(f"OPTIMIZE delta.`{root}`")
+    conf = support.latest(root, "metaData")["configuration"]
+    row_id = conf["delta.rowTracking.materializedRowIdColumnName"]
+    row_version = conf["delta.rowTracking.materializedRowCommitVersionColumnName"]
+    materialized = 0
+    for add in support.live_adds(root):
+        ids = support.parquet_field_ids(support.data_file(root, add))
+        if row_id in ids:
+            materialized += 1
+            assert ids[row_id] == 2147483540
+            assert ids[row_version] == 2147483539
+    assert materialized >= 1, "OPTIMIZE materializes the row-tracking columns"
