@@ -30,6 +30,10 @@ _LAZY: dict[str, str] = {
     "plan": ".planning",
     "validate": ".planning",
     "export_catalog": ".rules",
+    "compat_write": ".writing.api",
+    "WriteResult": ".writing.api",
+    "compat": ".writing.wrappers",
+    "check_table": ".checking.check",
 }
 
 __all__ = [

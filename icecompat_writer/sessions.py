@@ -181,6 +181,7 @@ def spark_defaults(relative_to: Path | None = None) -> str:
     Jar paths are absolute, or relative to ``relative_to`` (the committed ``conf/spark-defaults.conf``
     is this text rendered relative to the project root, and a test keeps the two equal).
     """
+
     def shown(jar: Path) -> str:
         return str(jar.relative_to(relative_to)) if relative_to is not None else str(jar)
 
