@@ -95,6 +95,65 @@ def _print_report(report: Any) -> None:
         console.print(f"[yellow]log finding[/] {f.code}: {f.message}")
 
 
+def doctor_report(start_spark: bool) -> list[tuple[str, bool, str]]:
+    """(what, ok, detail) for each thing the plugin needs, from files up to a live session."""
+    import shutil
+
+    from icecompat_writer import sessions
+
+    rows: list[tuple[str, bool, str]] = []
+    try:
+        jars = sessions.runtime_jars()
+        rows.append(("runtime jars", True, f"{len(jars)} in {sessions.jars_dir()}"))
+    except IcecompatError as err:
+        rows.append(("runtime jars", False, str(err)))
+    try:
+        rows.append(("driver agent", True, str(sessions.agent_jar())))
+    except IcecompatError as err:
+        rows.append(("driver agent", False, str(err)))
+    java = shutil.which("java")
+    rows.append(("java", java is not None, java or "no java on PATH: install a JDK 17"))
+    if not start_spark or not all(ok for _, ok, _ in rows):
+        return rows
+    from icecompat_writer.jvm import bridge
+
+    try:
+        spark = sessions.session("icecompat-doctor")
+    except IcecompatError as err:
+        rows.append(("spark session", False, str(err)))
+        return rows
+    try:
+        info = bridge.shim_info(spark)
+        rows.append(
+            ("spark session", True, f"Spark {info['running_spark']}, delta-spark {info['running_delta']}")
+        )
+        same = info["built_for_delta"] == info["running_delta"]
+        rows.append(("shim vs delta", same, f"shim built for delta-spark {info['built_for_delta']}"))
+        status = bridge.writer_features_status(spark)
+        rows.append(
+            (
+                "writer-compat features",
+                bool(status["features_known"]),
+                f"agent {status['agent']}; icebergWriterCompatV1/V3 "
+                + (
+                    "known to delta-spark"
+                    if status["features_known"]
+                    else "NOT known: writer profiles refused"
+                ),
+            )
+        )
+    finally:
+        spark.stop()
+    return rows
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    rows = doctor_report(start_spark=not args.no_spark)
+    for what, ok, detail in rows:
+        print(f"{'ok ' if ok else 'BAD'}  {what:<24} {detail}")
+    return EXIT_OK if all(ok for _, ok, _ in rows) else EXIT_VIOLATIONS
+
+
 def _cmd_iceberg(args: argparse.Namespace) -> int:
     from icecompat_writer.iceberg.cli import run
 
@@ -107,6 +166,10 @@ def build_parser() -> argparse.ArgumentParser:
     conf = sub.add_parser("conf", help="print a spark-defaults.conf with absolute paths to this installation")
     conf.add_argument("-o", "--output", help="write to this file instead of stdout")
     conf.set_defaults(func=_cmd_conf)
+
+    doctor = sub.add_parser("doctor", help="say what is installed, loaded and missing")
+    doctor.add_argument("--no-spark", action="store_true", help="do not start a local session")
+    doctor.set_defaults(func=_cmd_doctor)
 
     check = sub.add_parser("check", help="audit a Delta table (log and Parquet footers, no Spark)")
     check.add_argument("table_path", metavar="TABLE_PATH")
