@@ -2,26 +2,52 @@
 
 No Spark: the log is replayed by :mod:`icecompat_writer.deltalog`, footers are read by
 :mod:`.footers`, and the verdict comes from the same rule catalog the writer enforces, so a table
-``compat_write`` commits always checks clean and the checker never invents rules of its own.
+``compat_write`` commits always checks clean and the checker never invents compliance rules of its own.
+
+What the checker adds to the rules is the honesty of an auditor: whatever it could not see is a
+:class:`CheckFinding`, and an *error* finding makes the table non-compliant, because a checker cannot
+vouch for a log line it skipped or a data file it could not read. Data files are only ever opened
+when their path, symlinks resolved, stays inside the table root; anything else is a finding.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+import functools
 import html
 import json
+import os
 import random
-from collections.abc import Callable, Iterable, Sequence
+import re
+import string
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from icecompat_writer.checking.footers import file_facts
-from icecompat_writer.deltalog.findings import LogFinding
+from icecompat_writer.checking.footers import FooterReadError, read_footer
+from icecompat_writer.deltalog.files import AddFile
+from icecompat_writer.deltalog.findings import FindingCode, LogFinding
+from icecompat_writer.deltalog.paths import resolve_data_path_text
 from icecompat_writer.deltalog.snapshot import Snapshot, read_snapshot
 from icecompat_writer.errors import IcecompatError, Violation
-from icecompat_writer.facts import DataFileFacts
+from icecompat_writer.facts import DataFileFacts, ParquetFooter
 
-__all__ = ["Report", "check_table", "declared_profile", "parse_files_option"]
+__all__ = [
+    "JSON_FORMAT",
+    "CheckFinding",
+    "Report",
+    "Severity",
+    "check_table",
+    "declared_profile",
+    "parse_files_option",
+    "reports_to_json",
+    "violation_file",
+]
+
+JSON_FORMAT = "icecompat-check/1"
+"""Identifies the shape of :meth:`Report.to_json`; bumped whenever a key changes meaning or goes away."""
 
 # table property -> the profile a table declares by setting it to true (most specific first)
 _DECLARING_PROPERTIES: tuple[tuple[str, str], ...] = (
@@ -30,11 +56,84 @@ _DECLARING_PROPERTIES: tuple[tuple[str, str], ...] = (
     ("delta.enableIcebergCompatV3", "v3"),
 )
 
+# Codes of the findings about data files (the log reader's codes are FindingCode values).
+MISSING_DATA_FILE = "missing_data_file"
+UNREADABLE_DATA_FILE = "unreadable_data_file"
+SIZE_MISMATCH = "size_mismatch"
+ROW_COUNT_MISMATCH = "row_count_mismatch"
+PATH_OUTSIDE_TABLE = FindingCode.PATH_OUTSIDE_TABLE.value
+
+
+class Severity(enum.StrEnum):
+    """Whether a finding makes the table non-compliant (``error``) or is only worth knowing."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
+# Log problems after which the reader still has exactly the state delta-spark reads: a wrong or
+# unreadable ``_last_checkpoint`` hint (delta-spark lists the directory too) and a multi-part checkpoint
+# with parts missing (the protocol tells every reader to ignore it; a crashed checkpoint leaves one).
+# Every other log finding means a line, a commit or a checkpoint was not seen as written.
+_WARNING_CODES = frozenset(
+    {
+        FindingCode.STALE_LAST_CHECKPOINT,
+        FindingCode.UNREADABLE_LAST_CHECKPOINT,
+        FindingCode.INCOMPLETE_CHECKPOINT,
+    }
+)
+
+
+@dataclass(frozen=True)
+class CheckFinding:
+    """Something the checker met that is not a rule violation: damage, or a file it could not read.
+
+    ``code`` is a stable identifier: a :class:`~icecompat_writer.deltalog.FindingCode` value for the
+    log, or ``missing_data_file`` / ``unreadable_data_file`` / ``size_mismatch`` / ``row_count_mismatch``
+    / ``path_outside_table`` for data files. ``file`` is a log file relative to the table root, or a data
+    file's path exactly as the log writes it; ``line`` is 1-based (log files only).
+    """
+
+    code: str
+    message: str
+    severity: Severity = Severity.ERROR
+    file: str | None = None
+    line: int | None = None
+
+    @property
+    def blocking(self) -> bool:
+        """True when the finding makes the table non-compliant."""
+        return self.severity is Severity.ERROR
+
+    @classmethod
+    def from_log(cls, finding: LogFinding) -> CheckFinding:
+        severity = Severity.WARNING if finding.code in _WARNING_CODES else Severity.ERROR
+        return cls(finding.code.value, finding.message, severity, finding.file, finding.line)
+
+    def render(self) -> str:
+        where = ""
+        if self.file is not None:
+            where = f" ({self.file}" + (f", line {self.line}" if self.line is not None else "") + ")"
+        return f"{self.severity.value} {self.code}: {self.message}{where}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": self.severity.value,
+            "message": self.message,
+            "file": self.file,
+            "line": self.line,
+        }
+
 
 def declared_profile(configuration: Any) -> str | None:
-    """The profile a table declares through its properties, or None when it declares none."""
+    """The profile a table declares through its properties, or None when it declares none.
+
+    Booleans are read as the rules read them (trimmed, case-insensitive), so the profile chosen here
+    is the one PROFILE-EXCLUSIVE considers declared.
+    """
     for key, profile in _DECLARING_PROPERTIES:
-        if str(configuration.get(key, "")).lower() == "true":
+        if str(configuration.get(key, "")).strip().lower() == "true":
             return profile
     return None
 
@@ -54,24 +153,74 @@ def parse_files_option(text: str) -> tuple[str, int]:
     raise IcecompatError(f"--files takes all, none or sample:N (N > 0), not {text!r}")
 
 
+@functools.cache
+def _file_pattern(rule_id: str) -> re.Pattern[str] | None:
+    """A regex reading the ``{file}`` back out of a rule's rendered message (None: no file in it).
+
+    Violations carry the offending data file only inside their message (the rule templates put it
+    there); reports want it as a field, and the template is the one exact description of where it is.
+    """
+    from icecompat_writer.rules.catalog import RULES_BY_ID
+
+    rule = RULES_BY_ID.get(rule_id)
+    if rule is None or "{file}" not in rule.message:
+        return None
+    parts: list[str] = []
+    seen = False
+    for literal, name, _, _ in string.Formatter().parse(rule.message):
+        parts.append(re.escape(literal))
+        if name is None:
+            continue
+        if name == "file":
+            parts.append("(?P=file)" if seen else "(?P<file>.+)")
+            seen = True
+        else:
+            parts.append(".*?")
+    return re.compile("".join(parts) + r"\Z", re.DOTALL)
+
+
+def violation_file(v: Violation) -> str | None:
+    """The data file a file-level violation is about (its path as in the log), None for the others."""
+    pattern = _file_pattern(v.rule)
+    if pattern is None:
+        return None
+    m = pattern.match(v.message)
+    return m.group("file") if m else None
+
+
 @dataclass(frozen=True)
 class Report:
-    """The verdict on one table at one version, for one profile (or for each candidate profile)."""
+    """The verdict on one table at one version, for one profile (or for each candidate profile).
+
+    ``profile`` is the profile checked: the one asked for, else the one the table declares. When it
+    is None the table declares none and none was asked for: ``candidates`` then maps every profile to
+    its violation count and ``violations`` holds the violations of all of them (each names its
+    profile). ``files_total`` counts live AddFiles, ``files_selected`` the footers the ``files``
+    option chose, ``files_checked`` the footers actually read.
+    """
 
     table: str
     version: int
     profile: str | None
     declared: str | None
     violations: tuple[Violation, ...]
-    findings: tuple[LogFinding, ...]
+    findings: tuple[CheckFinding, ...]
     files_total: int
     files_checked: int
     candidates: dict[str, int] = field(default_factory=dict)
+    files_selected: int = 0
+    files_option: str = "all"
+    checkpoint_version: int | None = None
+
+    @property
+    def errors(self) -> tuple[CheckFinding, ...]:
+        """The findings that make the table non-compliant."""
+        return tuple(f for f in self.findings if f.blocking)
 
     @property
     def compliant(self) -> bool:
-        """True when the profile checked has no violation and the log read cleanly."""
-        return self.profile is not None and not self.violations and not self.findings
+        """True when a profile was checked, nothing violates it and nothing blocked the audit."""
+        return self.profile is not None and not self.violations and not self.errors
 
     def by_rule(self) -> dict[str, list[Violation]]:
         out: dict[str, list[Violation]] = {}
@@ -80,20 +229,34 @@ class Report:
         return out
 
     def to_json(self) -> dict[str, Any]:
+        """Everything in the report as JSON-ready data (``JSON_FORMAT`` names the shape)."""
         return {
+            "format": JSON_FORMAT,
             "table": self.table,
             "version": self.version,
+            "checkpoint_version": self.checkpoint_version,
             "profile": self.profile,
             "declared_profile": self.declared,
             "compliant": self.compliant,
-            "files_total": self.files_total,
-            "files_checked": self.files_checked,
-            "candidates": self.candidates,
+            "files": {
+                "option": self.files_option,
+                "total": self.files_total,
+                "footers_selected": self.files_selected,
+                "footers_read": self.files_checked,
+            },
+            "candidates": dict(self.candidates),
+            "summary": {
+                "violations": len(self.violations),
+                "rules": {rule: len(items) for rule, items in sorted(self.by_rule().items())},
+                "errors": len(self.errors),
+                "warnings": len(self.findings) - len(self.errors),
+            },
             "violations": [
                 {
                     "profile": v.profile,
                     "rule": v.rule,
                     "path": v.path,
+                    "file": violation_file(v),
                     "message": v.message,
                     "observed": v.observed,
                     "expected": v.expected,
@@ -102,73 +265,223 @@ class Report:
                 }
                 for v in self.violations
             ],
-            "findings": [
-                {"code": str(f.code), "message": f.message, "file": getattr(f, "file", None)}
-                for f in self.findings
-            ],
+            "findings": [f.to_json() for f in self.findings],
         }
 
-    def render_text(self) -> str:
-        """A plain-text report (what terminals and non-notebook reprs show)."""
-        lines = [f"table {self.table} at version {self.version}"]
+    def verdict(self) -> str:
+        """One line: what was checked and the outcome."""
+        head = f"table {self.table} at version {self.version}"
+        footers = f"{self.files_checked}/{self.files_total} data file footers read"
         if self.profile is None:
-            lines.append("declares no profile; violations per candidate profile:")
+            return f"{head}: declares no profile ({footers})"
+        status = "COMPLIANT" if self.compliant else "NOT COMPLIANT"
+        return (
+            f"{head}, profile {self.profile}: {status} ({len(self.violations)} violation(s), "
+            f"{len(self.errors)} error finding(s), {footers})"
+        )
+
+    def render_text(self, limit: int = 20) -> str:
+        """A plain-text report (what terminals and non-notebook reprs show), ``limit`` lines per rule."""
+        lines = [self.verdict()]
+        if self.profile is None:
+            lines.append("violations per candidate profile:")
             for name, count in self.candidates.items():
                 lines.append(f"  {name}: {'compliant' if count == 0 else f'{count} violation(s)'}")
-            return "\n".join(lines)
-        status = "COMPLIANT" if self.compliant else "NOT COMPLIANT"
-        lines.append(
-            f"profile {self.profile}: {status} ({len(self.violations)} violation(s), "
-            f"{len(self.findings)} log finding(s), {self.files_checked}/{self.files_total} file footers read)"
-        )
         for rule, items in sorted(self.by_rule().items()):
             lines.append(f"  {rule} ({len(items)})")
-            for v in items[:20]:
+            for v in items[:limit]:
                 lines.append(f"    - {v.render()}")
-            if len(items) > 20:
-                lines.append(f"    ... and {len(items) - 20} more")
+            if len(items) > limit:
+                lines.append(f"    ... and {len(items) - limit} more")
         for f in self.findings:
-            lines.append(f"  log finding {f.code}: {f.message}")
+            lines.append(f"  {f.render()}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.render_text()
 
     def _repr_html_(self) -> str:
+        """The notebook view: verdict, candidates, violations and findings as tables."""
         esc = html.escape
         status = "compliant" if self.compliant else "not compliant"
         color = "#1a7f37" if self.compliant else "#cf222e"
-        head = (
-            f"<h4>{esc(self.table)} &mdash; version {self.version}</h4>"
-            f"<p>profile <b>{esc(str(self.profile))}</b>: <b style='color:{color}'>{status}</b> "
-            f"({len(self.violations)} violation(s), {self.files_checked}/{self.files_total} footers read)</p>"
-        )
+        checked = f"profile <b>{esc(self.profile)}</b>" if self.profile is not None else "declares no profile"
+        parts = [
+            f"<h4>{esc(self.table)} &mdash; version {self.version}</h4>",
+            f"<p>{checked}: <b style='color:{color}'>{status}</b> "
+            f"({len(self.violations)} violation(s), {len(self.errors)} error finding(s), "
+            f"{self.files_checked}/{self.files_total} footers read)</p>",
+        ]
         if self.profile is None:
             rows = "".join(f"<tr><td>{esc(n)}</td><td>{c}</td></tr>" for n, c in self.candidates.items())
-            return head + f"<table><tr><th>profile</th><th>violations</th></tr>{rows}</table>"
-        rows = "".join(
-            f"<tr><td>{esc(v.rule)}</td><td><code>{esc(v.path or '(table)')}</code></td>"
-            f"<td>{esc(v.message)}</td><td>{esc(str(v.observed))}</td><td>{esc(str(v.expected))}</td>"
-            f"<td>{esc(v.fix)}</td></tr>"
-            for v in self.violations
-        )
-        table = (
-            "<table><tr><th>rule</th><th>column</th><th>problem</th><th>observed</th><th>expected</th>"
-            f"<th>fix</th></tr>{rows}</table>"
-            if rows
-            else ""
-        )
-        return head + table
+            parts.append(f"<table><tr><th>profile</th><th>violations</th></tr>{rows}</table>")
+        if self.violations:
+            rows = "".join(
+                f"<tr><td>{esc(v.profile)}</td><td>{esc(v.rule)}</td>"
+                f"<td><code>{esc(v.path or '(table)')}</code></td>"
+                f"<td><code>{esc(violation_file(v) or '')}</code></td><td>{esc(v.message)}</td>"
+                f"<td>{esc(str(v.observed))}</td><td>{esc(str(v.expected))}</td><td>{esc(v.fix)}</td></tr>"
+                for v in self.violations
+            )
+            parts.append(
+                "<table><tr><th>profile</th><th>rule</th><th>column</th><th>file</th><th>problem</th>"
+                f"<th>observed</th><th>expected</th><th>fix</th></tr>{rows}</table>"
+            )
+        if self.findings:
+            rows = "".join(
+                f"<tr><td>{esc(f.severity.value)}</td><td>{esc(f.code)}</td>"
+                f"<td><code>{esc(f.file or '')}</code></td><td>{esc(f.message)}</td></tr>"
+                for f in self.findings
+            )
+            parts.append(
+                "<table><tr><th>severity</th><th>finding</th><th>file</th><th>message</th></tr>"
+                f"{rows}</table>"
+            )
+        return "".join(parts)
 
 
-def _select_files(snapshot: Snapshot, files: str) -> Sequence[Any]:
-    kind, n = parse_files_option(files)
+def _selected_indexes(snapshot: Snapshot, kind: str, n: int) -> range | set[int]:
+    """Which live files get their footer read; a sample is seeded by the version (reproducible)."""
+    total = len(snapshot.add_files)
     if kind == "none":
-        return ()
-    adds = list(snapshot.add_files)
-    if kind == "sample" and n < len(adds):
-        return random.Random(snapshot.version).sample(adds, n)
-    return adds
+        return range(0)
+    if kind == "sample" and n < total:
+        return set(random.Random(snapshot.version).sample(range(total), n))
+    return range(total)
+
+
+def _inside(path: str, root: str) -> bool:
+    return path.startswith(root.rstrip("/") + "/")
+
+
+def _outside_findings(snapshot: Snapshot) -> list[CheckFinding]:
+    """Data and deletion vector paths that leave the table root, each naming its AddFile's path.
+
+    The snapshot reports them too, but without the data file as a field; these replace its findings
+    (same decision: the same resolver), and only have to be derived when it found any.
+    """
+    root = str(snapshot.table_root)
+    out: list[CheckFinding] = []
+    for add in snapshot.add_files:
+        if resolve_data_path_text(root, add.path) is None:
+            out.append(
+                CheckFinding(
+                    PATH_OUTSIDE_TABLE,
+                    f"data file path {add.path!r} resolves outside the table root; it was not opened",
+                    file=add.path,
+                )
+            )
+        dv = add.deletion_vector
+        if (
+            dv is not None
+            and dv.storage_type == "p"
+            and resolve_data_path_text(root, dv.path_or_inline_dv) is None
+        ):
+            out.append(
+                CheckFinding(
+                    PATH_OUTSIDE_TABLE,
+                    f"the deletion vector of {add.path!r} is stored outside the table root "
+                    f"({dv.path_or_inline_dv!r}); it was not opened",
+                    file=add.path,
+                )
+            )
+    return out
+
+
+def _read_data_file(
+    root: str, real_root: str, add: AddFile
+) -> tuple[ParquetFooter | None, CheckFinding | None]:
+    """The footer of one live data file, or the finding that says why the checker cannot vouch for it.
+
+    The log path is resolved lexically (a path outside the root is already a finding and is skipped
+    here), then with symlinks resolved: a link inside the table that leads elsewhere is not followed.
+    The AddFile's ``size`` is compared with the file's, and ``numRecords`` with the footer's row count:
+    Iceberg manifests copy both, so a file that disagrees with its AddFile is not the file the log means.
+    """
+    local = resolve_data_path_text(root, add.path)
+    if local is None:
+        return None, None
+    real = os.path.realpath(local)
+    if not _inside(real, real_root):
+        return None, CheckFinding(
+            PATH_OUTSIDE_TABLE,
+            f"data file {add.path!r} is a symbolic link (or lies under one) leading outside the table "
+            f"root, to {real}; it was not opened",
+            file=add.path,
+        )
+    try:
+        size = os.stat(real).st_size
+        footer = read_footer(real)
+    except (FooterReadError, OSError) as e:
+        if not os.path.exists(real):  # missing, or a link inside the table to a file that is gone
+            return None, CheckFinding(
+                MISSING_DATA_FILE, f"data file {add.path!r} does not exist ({local})", file=add.path
+            )
+        reason = e.reason if isinstance(e, FooterReadError) else str(e)
+        return None, CheckFinding(
+            UNREADABLE_DATA_FILE,
+            f"data file {add.path!r} is not a readable Parquet file: {reason}",
+            file=add.path,
+        )
+    if add.size and size != add.size:
+        return footer, CheckFinding(
+            SIZE_MISMATCH,
+            f"data file {add.path!r} has {size} bytes but its AddFile says {add.size}",
+            file=add.path,
+        )
+    if add.num_records is not None and footer.num_rows != add.num_records:
+        return footer, CheckFinding(
+            ROW_COUNT_MISMATCH,
+            f"data file {add.path!r} holds {footer.num_rows} rows but its AddFile's numRecords says "
+            f"{add.num_records}",
+            file=add.path,
+        )
+    return footer, None
+
+
+def _claims(add: AddFile) -> DataFileFacts:
+    """What an AddFile claims, as the file rules take it (no footer).
+
+    The same record :func:`~icecompat_writer.checking.footers.file_facts` builds without a footer
+    (a test keeps the two equal), built here directly because it is made for every live file: at
+    100,000 AddFiles the keyword call through ``file_facts`` is a measurable part of the audit.
+    """
+    return DataFileFacts(
+        add.path,
+        add.partition_values,
+        add.num_records,
+        bool(add.stats),
+        add.base_row_id,
+        add.default_row_commit_version,
+        add.deletion_vector is not None,
+    )
+
+
+def _read_footers(
+    snapshot: Snapshot,
+    facts: list[DataFileFacts],
+    selected: range | set[int],
+    progress: Callable[[int, int], None] | None,
+) -> tuple[list[CheckFinding], int]:
+    """Add the footers of the selected files to ``facts`` (in place); their findings, and how many read."""
+    adds = snapshot.add_files
+    root = str(snapshot.table_root)
+    real_root = os.path.realpath(root)
+    findings: list[CheckFinding] = []
+    total = len(selected)
+    read = 0
+    for done, i in enumerate(sorted(selected), 1):
+        footer, problem = _read_data_file(root, real_root, adds[i])
+        if footer is not None:
+            facts[i] = dataclasses.replace(facts[i], footer=footer)
+            read += 1
+        elif problem is not None:
+            facts[i] = dataclasses.replace(facts[i], footer_error=problem.message)
+        if problem is not None:
+            findings.append(problem)
+        if progress is not None:
+            progress(done, total)
+    return findings, read
 
 
 def check_table(
@@ -183,54 +496,62 @@ def check_table(
 
     Without a profile and with none declared, every profile is evaluated and ``candidates`` tells how
     many violations each has. ``files`` chooses which data files' footers are read: ``all``, ``none`` or
-    ``sample:N``. ``progress(done, total)`` is called as footers are read.
+    ``sample:N``; the AddFile claims of every file (numRecords, deletion vectors) are checked whatever
+    it says. ``progress(done, total)`` is called as footers are read. Raises
+    :class:`~icecompat_writer.errors.TableReadError` when there is no readable table at ``path``,
+    :class:`~icecompat_writer.planning.UnknownProfileError` for an unknown profile and
+    :class:`~icecompat_writer.errors.IcecompatError` for a malformed ``files``.
     """
-    from icecompat_writer.planning import PROFILES, validate
+    from icecompat_writer.planning import PROFILES, get_profile, validate
+    from icecompat_writer.rules.perf import gc_paused
 
-    snapshot = read_snapshot(path, version)
+    kind, n = parse_files_option(files)
+    if profile is not None:
+        get_profile(profile)  # refuse an unknown name before any file is read
+    # Replaying a big log allocates hundreds of thousands of small acyclic objects; the cyclic GC
+    # would rescan all of them again and again (a quarter of the time at 100,000 AddFiles) and free
+    # nothing. Footer reading, I/O-bound and possibly long, runs with the collector on.
+    with gc_paused():
+        snapshot = read_snapshot(path, version)
+        facts = [_claims(add) for add in snapshot.add_files]
     declared = declared_profile(snapshot.metadata.configuration)
     chosen = profile or declared
-    if chosen is not None and chosen not in PROFILES:
-        raise IcecompatError(f"unknown profile {chosen!r}; use one of {', '.join(PROFILES)}")
-    selected = _select_files(snapshot, files)
-    facts: list[DataFileFacts] = []
-    for i, add in enumerate(selected, 1):
-        facts.append(file_facts(snapshot.table_root, add, read_footer=True))
-        if progress is not None:
-            progress(i, len(selected))
-    # The claims of every file (numRecords, partition values) are checked even when footers are not read.
-    read_paths = {f.path for f in facts}
-    facts.extend(
-        file_facts(snapshot.table_root, a, read_footer=False)
-        for a in snapshot.add_files
-        if a.path not in read_paths
-    )
+
+    findings = [
+        CheckFinding.from_log(f) for f in snapshot.findings if f.code is not FindingCode.PATH_OUTSIDE_TABLE
+    ]
+    if len(findings) != len(snapshot.findings):
+        findings.extend(_outside_findings(snapshot))
+    selected = _selected_indexes(snapshot, kind, n)
+    file_findings, read = _read_footers(snapshot, facts, selected, progress)
+    findings.extend(file_findings)
 
     def run(p: str) -> list[Violation]:
-        return list(validate(p, snapshot.metadata, snapshot.protocol, None, files=facts))
+        return validate(p, snapshot.metadata, snapshot.protocol, None, files=facts)
 
+    candidates: dict[str, int] = {}
     if chosen is None:
-        candidates = {p: len(run(p)) for p in PROFILES}
-        return Report(
-            str(snapshot.table_root),
-            snapshot.version,
-            None,
-            None,
-            (),
-            tuple(snapshot.findings),
-            len(snapshot.add_files),
-            len(selected),
-            candidates,
-        )
+        violations: list[Violation] = []
+        for name in PROFILES:
+            found = run(name)
+            candidates[name] = len(found)
+            violations.extend(found)
+        violations.sort()
+    else:
+        violations = run(chosen)
     return Report(
-        str(snapshot.table_root),
-        snapshot.version,
-        chosen,
-        declared,
-        tuple(sorted(run(chosen))),
-        tuple(snapshot.findings),
-        len(snapshot.add_files),
-        len(selected),
+        table=str(snapshot.table_root),
+        version=snapshot.version,
+        profile=chosen,
+        declared=declared,
+        violations=tuple(violations),
+        findings=tuple(findings),
+        files_total=len(snapshot.add_files),
+        files_checked=read,
+        candidates=candidates,
+        files_selected=len(selected),
+        files_option=files.strip().lower(),
+        checkpoint_version=snapshot.checkpoint_version,
     )
 
 

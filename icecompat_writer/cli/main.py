@@ -32,33 +32,48 @@ def _cmd_conf(args: argparse.Namespace) -> int:
 
 
 PROGRESS_MIN_FILES = 200  # below this many footers a progress bar is only noise
+ROWS_PER_RULE = 10  # the terminal table shows this many violations per rule; --json has them all
+
+
+def _files_option(text: str) -> str:
+    """argparse type for ``--files``: a malformed value is a usage error (exit 2) before any read."""
+    from icecompat_writer.checking.check import parse_files_option
+
+    try:
+        parse_files_option(text)
+    except IcecompatError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    """Audit one table; stdout carries the report only (JSON alone with --json), stderr the rest."""
+    from rich.console import Console
+    from rich.progress import Progress
+
     from icecompat_writer.checking.check import check_table
 
-    progress_cb = None
-    bar = None
-    if not args.json:
-        from rich.console import Console
-        from rich.progress import Progress
+    # Progress goes to stderr, so it never mixes with the report (or the JSON) on stdout.
+    bar = Progress(console=Console(stderr=True), transient=True)
+    task = None
 
-        bar = Progress(console=Console(stderr=True), transient=True)
-        task = None
-
-        def progress_cb(done: int, total: int) -> None:
-            nonlocal task
-            if total < PROGRESS_MIN_FILES:
-                return
-            if task is None:
-                bar.start()
-                task = bar.add_task("reading Parquet footers", total=total)
-            bar.update(task, completed=done)
+    def progress_cb(done: int, total: int) -> None:
+        nonlocal task
+        if total < PROGRESS_MIN_FILES:
+            return
+        if task is None:
+            bar.start()
+            task = bar.add_task("reading Parquet footers", total=total)
+        bar.update(task, completed=done)
 
     try:
         report = check_table(args.table_path, args.profile, files=args.files, progress=progress_cb)
+    except IcecompatError as err:
+        return _check_failed(args, type(err).__name__, str(err))
+    except Exception as err:  # exit 1 means "violations": a crash must not look like one
+        return _check_failed(args, type(err).__name__, f"internal error while checking: {err!r}")
     finally:
-        if bar is not None:
+        if task is not None:  # stopping a bar that never started still writes a newline
             bar.stop()
     if args.json:
         sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
@@ -67,32 +82,90 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK if report.compliant else EXIT_VIOLATIONS
 
 
+def _check_failed(args: argparse.Namespace, kind: str, message: str) -> int:
+    """Exit 2 with the reason on stderr; with --json stdout still gets JSON (an ``error`` object)."""
+    print(f"icecompat check: {message}", file=sys.stderr)
+    if args.json:
+        error = {"type": kind, "message": message, "table": args.table_path}
+        sys.stdout.write(json.dumps({"error": error}, indent=2) + "\n")
+    return EXIT_ERROR
+
+
 def _print_report(report: Any) -> None:
+    """The terminal report: verdict, candidate profiles, one table section per rule, findings.
+
+    The table keeps to what differs between rows (column, file, observed, expected); each rule's
+    message and fix are said once below it, so the table stays legible in 80 columns. Without a
+    profile only the closest candidate's violations are listed (``--profile`` or ``--json`` for all).
+    """
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
+    from icecompat_writer.checking.check import violation_file
+    from icecompat_writer.rules.catalog import RULES_BY_ID
+
     console = Console()
+    footers = f"{report.files_checked}/{report.files_total} data file footers read"
+    violations = list(report.violations)
     if report.profile is None:
-        console.print(f"[bold]{report.table}[/] (version {report.version}) declares no profile")
-        t = Table("profile", "violations")
-        for name, count in report.candidates.items():
+        console.print(
+            f"[bold]{escape(report.table)}[/] version {report.version} declares no profile ({footers})"
+        )
+        ranked = sorted(report.candidates.items(), key=lambda item: (item[1], item[0]))
+        t = Table("profile", "violations", title="candidate profiles")
+        for name, count in ranked:
             t.add_row(name, "compliant" if count == 0 else str(count))
         console.print(t)
-        return
-    verdict = "[green]COMPLIANT[/]" if report.compliant else "[red]NOT COMPLIANT[/]"
-    console.print(
-        f"[bold]{report.table}[/] version {report.version}, profile [bold]{report.profile}[/]: {verdict} "
-        f"({report.files_checked}/{report.files_total} footers read)"
-    )
-    if report.violations:
-        t = Table("rule", "column", "problem", "observed", "expected", "fix", show_lines=False)
-        for v in report.violations:
-            t.add_row(
-                v.rule, v.path or "(table)", v.message, str(v.observed or ""), str(v.expected or ""), v.fix
-            )
+        if ranked:
+            closest = ranked[0][0]
+            violations = [v for v in violations if v.profile == closest]
+            console.print(f"violations of the closest profile, {closest} (--profile NAME for another):")
+    else:
+        verdict = "[green]COMPLIANT[/]" if report.compliant else "[red]NOT COMPLIANT[/]"
+        console.print(
+            f"[bold]{escape(report.table)}[/] version {report.version}, profile [bold]{report.profile}[/]: "
+            f"{verdict} ({len(report.violations)} violation(s), {len(report.errors)} error finding(s), "
+            f"{footers})"
+        )
+    by_rule: dict[str, list[Any]] = {}
+    for v in violations:
+        by_rule.setdefault(v.rule, []).append(v)
+    if by_rule:
+        # The file column only when a file-level rule is violated: protocol rules have no file.
+        with_files = any(violation_file(v) is not None for v in violations)
+        headers = ["rule", "column", *(["file"] if with_files else []), "observed", "expected"]
+        t = Table(*headers, title="violations")
+        for rule, items in sorted(by_rule.items()):
+            for i, v in enumerate(items[:ROWS_PER_RULE]):
+                file = violation_file(v)
+                file_cell = [escape(file or "")] if with_files else []
+                t.add_row(
+                    f"{rule} ({len(items)})" if i == 0 else "",
+                    escape(v.path or ("(file)" if file else "(table)")),
+                    *file_cell,
+                    escape(str(v.observed or "")),
+                    escape(str(v.expected or "")),
+                )
+            if len(items) > ROWS_PER_RULE:
+                more = f"... and {len(items) - ROWS_PER_RULE} more (--json lists all)"
+                t.add_row("", more, *[""] * (len(headers) - 2))
+            t.add_section()
         console.print(t)
-    for f in report.findings:
-        console.print(f"[yellow]log finding[/] {f.code}: {f.message}")
+        for rule, items in sorted(by_rule.items()):
+            # What the rule checks (the catalog's sentence) reads better than one row's message.
+            known = RULES_BY_ID.get(rule)
+            what = known.checks if known is not None else items[0].message + "."
+            console.print(f"[bold]{rule}[/]: {escape(what)} [bold]Fix:[/] {escape(items[0].fix)}")
+    if report.findings:
+        t = Table("severity", "finding", "file", "message", title="what the checker could not vouch for")
+        for f in report.findings:
+            where = f.file or ""
+            if f.line is not None:
+                where += f":{f.line}"
+            color = "red" if f.blocking else "yellow"
+            t.add_row(f"[{color}]{f.severity.value}[/]", f.code, escape(where), escape(f.message))
+        console.print(t)
 
 
 def doctor_report(start_spark: bool) -> list[tuple[str, bool, str]]:
@@ -173,9 +246,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="audit a Delta table (log and Parquet footers, no Spark)")
     check.add_argument("table_path", metavar="TABLE_PATH")
-    check.add_argument("--profile", choices=["v3", "writer-v1", "writer-v3"], default=None)
+    check.add_argument(
+        "--profile",
+        choices=["v3", "writer-v1", "writer-v3"],
+        default=None,
+        help="profile to check (default: the one the table declares; none declared: every candidate)",
+    )
     check.add_argument("--json", action="store_true", help="print only JSON on stdout")
-    check.add_argument("--files", default="all", help="footers to read: all, none or sample:N (default all)")
+    check.add_argument(
+        "--files",
+        default="all",
+        type=_files_option,
+        help="data file footers to read: all, none or sample:N (default all)",
+    )
     check.set_defaults(func=_cmd_check)
 
     from icecompat_writer.iceberg.cli import add_arguments as iceberg_arguments

@@ -1,37 +1,95 @@
-"""What makes a Delta table version convertible, as Violations named ``ICEBERG-EMIT-*``.
+"""Whether a Delta table version may be converted: the rule catalog first, then the emitter's own checks.
 
-These are the emitter's own pre-checks: the minimum without which the Iceberg metadata would be wrong
-(columns that cannot be addressed by id, rows hidden by deletion vectors that Iceberg would show, row
-ids that cannot be expressed). They do not replace the full IcebergCompat rule catalog; they are what
-this emitter needs to refuse a table rather than write metadata that misreads it.
+Compliance is decided by the same rule catalog the writer enforces and ``icecompat check`` reports
+(:func:`icecompat_writer.planning.validate`), for the profile the table declares, so the emitter never
+re-implements a rule and can never disagree with the checker about what "compliant" means. Which rules
+apply is chosen by :func:`rule_set_for`:
+
+- a table that declares a profile (``delta.enableIcebergCompatV3``, ``delta.enableIcebergWriterCompatV1``,
+  ``delta.enableIcebergWriterCompatV3``; :func:`icecompat_writer.checking.check.declared_profile`) is
+  held to that profile's rules;
+- a table on delta-spark's own IcebergCompatV2 without our writer profile is held to the rules of
+  IcebergCompatV2 itself: writer-v1's rules without those of IcebergWriterCompatV1 (ids ``IWC1-*``,
+  e.g. ``id`` mode and ``col-<id>`` physical names), which such a table never promised;
+- a table that declares nothing is held to the default profile (``v3``), the one ``compat_write`` and
+  ``icecompat upgrade`` would give it, so the refusal lists what it lacks in the catalog's words.
+
+The emitter's own ``ICEBERG-EMIT-*`` checks cover only what the catalog does not: facts about this
+emitter (deletion vectors it cannot convert, types it has no Iceberg counterpart for, the format version
+asked for) and, for the IcebergCompatV2 rule set, the column mapping mode, which the catalog checks only
+through the profiles' own mode rules. An emitter check that a catalog rule of the chosen set covers is
+not run, so no requirement is reported twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
+from icecompat_writer.checking.check import declared_profile
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import Violation
+from icecompat_writer.facts import DataFileFacts
+from icecompat_writer.planning import DEFAULT_PROFILE, PROFILES, Profile, validate
 
 from .schema import ConvertedSchema, convert_schema, violation
 
 __all__ = [
-    "COMPAT_PROPERTIES",
+    "COMPAT_V2",
+    "RuleSet",
     "default_format_version",
     "row_tracking_enabled",
+    "rule_set_for",
     "table_violations",
 ]
 
-COMPAT_PROPERTIES = (
-    "delta.enableIcebergCompatV2",
-    "delta.enableIcebergCompatV3",
-    "delta.enableIcebergWriterCompatV1",
+_WRITER_COMPAT_V1_RULES = "IWC1-"
+
+# delta-spark's IcebergCompatV2 without IcebergWriterCompatV1: the writer-v1 rules that are not
+# IcebergWriterCompatV1's. Built from the catalog's own profile so a rule added there applies here too.
+COMPAT_V2 = Profile(
+    name="icebergCompatV2",
+    title="IcebergCompatV2 without a writer profile (delta-spark's own)",
+    properties=MappingProxyType({"delta.enableIcebergCompatV2": "true"}),
+    features=("columnMapping", "icebergCompatV2"),
+    default_column_mapping_mode="name",
+    rule_ids=tuple(r for r in PROFILES["writer-v1"].rule_ids if not r.startswith(_WRITER_COMPAT_V1_RULES)),
 )
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """The catalog rules a table version is held to, and why those (for refusal messages)."""
+
+    profile: Profile
+    reason: str
+
+    def covers(self, rule_ids: Iterable[str]) -> bool:
+        """Whether every one of ``rule_ids`` is evaluated under this rule set."""
+        return set(rule_ids) <= set(self.profile.rule_ids)
+
+    def covers_any(self, rule_ids: Iterable[str]) -> bool:
+        """Whether at least one of ``rule_ids`` is evaluated under this rule set."""
+        return bool(set(rule_ids) & set(self.profile.rule_ids))
 
 
 def _true(conf: Mapping[str, str], key: str) -> bool:
     return str(conf.get(key, "")).strip().lower() == "true"
+
+
+def rule_set_for(metadata: Metadata) -> RuleSet:
+    """The rules a table version is held to: its declared profile, IcebergCompatV2's, or the default."""
+    declared = declared_profile(metadata.configuration)
+    if declared is not None:
+        return RuleSet(PROFILES[declared], f"declared profile {declared}")
+    if _true(metadata.configuration, "delta.enableIcebergCompatV2"):
+        return RuleSet(COMPAT_V2, "IcebergCompatV2 without a writer profile")
+    return RuleSet(
+        PROFILES[DEFAULT_PROFILE],
+        f"no profile declared and IcebergCompatV2 off; checked against the default profile {DEFAULT_PROFILE}",
+    )
 
 
 def row_tracking_enabled(metadata: Metadata) -> bool:
@@ -45,27 +103,19 @@ def default_format_version(metadata: Metadata) -> int:
     return 3 if _true(metadata.configuration, "delta.enableIcebergCompatV3") else 2
 
 
-def table_violations(
-    protocol: Protocol, metadata: Metadata, format_version: int
-) -> tuple[ConvertedSchema, list[Violation]]:
-    """Check one (protocol, metadata) pair; returns the converted schema and every violation."""
+# Emitter checks and the catalog rules that make them redundant: any one of the mode rules (each
+# allows a subset of id/name), all of the others together.
+_MODE_COVERED_BY = ("ICV3-COLUMN-MAPPING-MODE", "IWC1-ID-MODE")
+_DV_PROPERTY_COVERED_BY = ("ICV2-NO-DELETION-VECTORS",)
+_ROW_TRACKING_COVERED_BY = ("ICV3-ROW-TRACKING", "ICV3-ROW-TRACKING-NOT-SUSPENDED")
+
+
+def _emitter_violations(rules: RuleSet, metadata: Metadata, format_version: int) -> list[Violation]:
+    """The table-level ICEBERG-EMIT-* checks that no rule of ``rules`` covers."""
     conf = metadata.configuration
     out: list[Violation] = []
-    if not any(_true(conf, key) for key in COMPAT_PROPERTIES):
-        out.append(
-            violation(
-                "ICEBERG-EMIT-COMPAT",
-                "",
-                "no Iceberg compatibility feature is enabled, so nothing keeps the table's files "
-                "readable as Iceberg",
-                "set `delta.enableIcebergCompatV2` (or V3) to `true` together with column mapping",
-                observed=", ".join(f"{k}={conf.get(k)}" for k in COMPAT_PROPERTIES if k in conf)
-                or "none set",
-                expected=" or ".join(COMPAT_PROPERTIES),
-            )
-        )
     mode = str(conf.get("delta.columnMapping.mode", "none")).strip().lower()
-    if mode not in ("id", "name"):
+    if not rules.covers_any(_MODE_COVERED_BY) and mode not in ("id", "name"):
         out.append(
             violation(
                 "ICEBERG-EMIT-COLUMN-MAPPING",
@@ -76,7 +126,7 @@ def table_violations(
                 expected="id or name",
             )
         )
-    if _true(conf, "delta.enableDeletionVectors"):
+    if not rules.covers(_DV_PROPERTY_COVERED_BY) and _true(conf, "delta.enableDeletionVectors"):
         out.append(
             violation(
                 "ICEBERG-EMIT-DELETION-VECTORS",
@@ -89,7 +139,8 @@ def table_violations(
                 expected="false",
             )
         )
-    if format_version >= 3 and not row_tracking_enabled(metadata):
+    covered = rules.covers(_ROW_TRACKING_COVERED_BY)
+    if format_version >= 3 and not covered and not row_tracking_enabled(metadata):
         out.append(
             violation(
                 "ICEBERG-EMIT-FORMAT-VERSION",
@@ -101,6 +152,29 @@ def table_violations(
                 expected="true",
             )
         )
+    return out
+
+
+def table_violations(
+    protocol: Protocol,
+    metadata: Metadata,
+    format_version: int,
+    files: Iterable[DataFileFacts] = (),
+) -> tuple[ConvertedSchema | None, list[Violation]]:
+    """Check one table version: the catalog rules of its rule set, then the emitter's own checks.
+
+    ``files`` are the facts of the data files to hold to the catalog's file rules (the live files of
+    the version being converted to; none for intermediate versions, whose files are gone or checked
+    as they are converted). Returns the converted schema (None when the table is refused before it is
+    converted) and every violation. The schema is converted only once the catalog is satisfied: its
+    rules already guarantee the ids the conversion needs, so a schema the catalog refuses would only
+    be reported twice.
+    """
+    rules = rule_set_for(metadata)
+    out = list(validate(rules.profile, metadata, protocol, None, files=files))
+    out.extend(_emitter_violations(rules, metadata, format_version))
+    if out:
+        return None, out
     converted, schema_violations = convert_schema(metadata.schema, format_version)
     out.extend(schema_violations)
     out.extend(_partition_violations(metadata, converted))
@@ -108,6 +182,7 @@ def table_violations(
 
 
 def _partition_violations(metadata: Metadata, converted: ConvertedSchema) -> list[Violation]:
+    """Identity partitions need a top-level primitive column (the catalog does not check the type)."""
     out: list[Violation] = []
     for name in metadata.partition_columns:
         col = converted.top.get(name)

@@ -27,13 +27,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from icecompat_writer.checking.footers import file_facts
+from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
 from icecompat_writer.errors import CompatViolation, ConcurrentWriteError, TableReadError, Violation
 
 from . import _delta
 from .avro import PartitionField, avro_name, data_file_record, read_avro, write_manifest, write_manifest_list
-from .checks import default_format_version, table_violations
+from .checks import default_format_version, rule_set_for, table_violations
 from .schema import ConvertedSchema, decimal_params, violation
 from .values import (
     DEFAULT_STRING_PREFIX_LENGTH,
@@ -160,6 +162,11 @@ def _refuse(violations: Sequence[Violation], context: str) -> None:
         raise CompatViolation(violations, context)
 
 
+def _context(version: int, metadata: Metadata) -> str:
+    """Where a refusal happened and which rules were applied (the reader needs both to act on it)."""
+    return f"at Delta version {version} ({rule_set_for(metadata).reason})"
+
+
 def _partition_avro_value(raw: Any, iceberg_type: str) -> Any:
     """Raw partition value in the form fastavro encodes for the partition field's Avro type."""
     params = decimal_params(iceberg_type)
@@ -260,7 +267,8 @@ class _Emitter:
     def set_delta_state(self, protocol: Protocol, metadata: Metadata, version: int) -> None:
         """Adopt the Delta protocol/metadata in force at ``version``; refuses a non-convertible one."""
         converted, violations = table_violations(protocol, metadata, self.fv)
-        _refuse(violations, f"at Delta version {version}")
+        _refuse(violations, _context(version, metadata))
+        assert converted is not None  # no violation means the schema was converted
         self.protocol, self.metadata, self.schema = protocol, metadata, converted
         self.schema_id = self._schema_id_for(converted)
         self.spec_id = self._spec_id_for(metadata.partition_columns, converted)
@@ -863,6 +871,19 @@ def _existing_metadata(meta_dir: Path) -> tuple[int, Path] | None:
     return best
 
 
+def _gate(root: Path, version: int, format_version: int) -> None:
+    """Refuse a table whose version ``version`` breaks the catalog rules it is held to, or the emitter's.
+
+    This is where the live data files are checked (their footers read: field ids, INT64 timestamps,
+    materialised partition columns, ``numRecords``), exactly as ``icecompat check`` checks them, so
+    the emitter never writes Iceberg metadata for a table the checker calls non-compliant.
+    """
+    snap = read_snapshot(root, version)
+    facts = [file_facts(snap.table_root, add, read_footer=True) for add in snap.add_files]
+    _, problems = table_violations(snap.protocol, snap.metadata, format_version, facts)
+    _refuse(problems, _context(version, snap.metadata))
+
+
 def _first_version(root: Path, latest: int, fv_request: int | None) -> tuple[int, _delta.DeltaState, int]:
     """Where a first conversion starts: the oldest version from which every later one is convertible.
 
@@ -897,13 +918,14 @@ def _first_version(root: Path, latest: int, fv_request: int | None) -> tuple[int
                 metadata = Metadata.from_json(obj)
         changes.append((commit.version, protocol, metadata))
     fv = fv_request if fv_request is not None else default_format_version(changes[-1][2])
+    _gate(root, latest, fv)
     start = changes[0][0]
     for i in range(len(changes) - 1, -1, -1):
         _, protocol, metadata = changes[i]
         _, problems = table_violations(protocol, metadata, fv)
         if problems:
-            if i == len(changes) - 1:
-                raise CompatViolation(problems, f"at Delta version {latest}")
+            if i == len(changes) - 1:  # cannot happen after the gate; kept so no path skips the check
+                raise CompatViolation(problems, _context(latest, metadata))
             start = changes[i + 1][0]
             break
     state = base if start == base.version else _delta.state_at(root, start)
@@ -916,9 +938,10 @@ def write_iceberg_metadata(
     """Write (or bring up to date) Iceberg metadata for the Delta table at ``table_root``.
 
     ``format_version`` is 2 or 3; by default an existing Iceberg tree keeps its version, and a new one
-    is v3 for IcebergCompatV3 tables, v2 otherwise. Raises :class:`CompatViolation` (rules
-    ``ICEBERG-EMIT-*``) when the table cannot be converted faithfully, :class:`TableReadError` when the
-    log cannot be read, :class:`ConcurrentWriteError` when another run committed first.
+    is v3 for IcebergCompatV3 tables, v2 otherwise. Raises :class:`CompatViolation` when the table is
+    not compliant with the rules it is held to (the catalog's rule ids for its declared profile, see
+    :mod:`.checks`) or cannot be converted faithfully (``ICEBERG-EMIT-*``), :class:`TableReadError`
+    when the log cannot be read, :class:`ConcurrentWriteError` when another run committed first.
     """
     if format_version is not None and format_version not in (2, 3):
         raise ValueError(f"format_version must be 2 or 3, not {format_version!r}")
@@ -1002,6 +1025,7 @@ def write_iceberg_metadata(
                 )
             ]
         )
+    _gate(root, latest, fv)
     base = _delta.state_at(root, last)
     emitter = _Emitter(root, fv, meta, base.metadata.id)
     emitter.set_delta_state(base.protocol, base.metadata, last)

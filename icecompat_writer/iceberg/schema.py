@@ -3,8 +3,13 @@
 Iceberg resolves columns by field id, and a column-mapped Delta table writes its ids into every Parquet
 file (``delta.columnMapping.id`` for struct fields, ``delta.columnMapping.nested.ids`` for list elements
 and map keys/values). Reusing those ids, rather than numbering afresh, is what lets an Iceberg reader open
-the existing files unchanged. Anything that cannot be expressed comes back as a :class:`Violation`
-instead of an exception, so one run reports every problem of a schema at once.
+the existing files unchanged.
+
+The ids themselves are the rule catalog's business (``CM-IDS-ASSIGNED``, ``CM-IDS-UNIQUE``,
+``ICV2-NESTED-IDS``/``ICV3-NESTED-IDS``), and the emitter converts a schema only after the catalog
+passed it, so a missing or clashing id here is not a second rule but a broken invariant: it raises
+:class:`SchemaIdError`. What the catalog accepts but this converter cannot express (types such as
+``variant``) comes back as an ``ICEBERG-EMIT-TYPE`` :class:`Violation`, every one of them at once.
 """
 
 from __future__ import annotations
@@ -14,12 +19,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from icecompat_writer.errors import Violation
+from icecompat_writer.errors import IcecompatError, Violation
 
 __all__ = [
     "PROFILE",
     "ConvertedSchema",
     "Primitive",
+    "SchemaIdError",
     "convert_schema",
     "decimal_params",
     "violation",
@@ -52,6 +58,21 @@ _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)$")
 
 # Iceberg reserves ids above this for metadata columns (spec "Reserved Field IDs").
 MAX_USER_FIELD_ID = 2147483447
+
+
+class SchemaIdError(IcecompatError):
+    """A field, list element or map key/value without a usable, unique id reached the converter.
+
+    The catalog's id rules refuse such schemas before conversion; seeing one here means the two
+    disagree, and writing a schema that silently drops the field would misread the data.
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(
+            "schema fields without a usable Iceberg field id (the rule catalog should have refused "
+            "them under CM-IDS-ASSIGNED / CM-IDS-UNIQUE / ICV*-NESTED-IDS): " + "; ".join(problems)
+        )
+        self.problems = problems
 
 
 def violation(
@@ -126,35 +147,20 @@ class _Converter:
         self.format_version = format_version
         self.out = ConvertedSchema()
         self.violations: list[Violation] = []
+        self.id_problems: list[str] = []
         self.seen_ids: dict[int, str] = {}
 
     def _claim(self, fid: Any, path: str) -> int | None:
         """Check an id is a usable, unique Iceberg field id; record it."""
         if isinstance(fid, bool) or not isinstance(fid, int):
+            self.id_problems.append(f"`{path}`: id {fid!r} is not an integer")
             return None
         if fid <= 0 or fid > MAX_USER_FIELD_ID:
-            self.violations.append(
-                violation(
-                    "ICEBERG-EMIT-FIELD-ID",
-                    path,
-                    "the column mapping id is outside Iceberg's user id range",
-                    "re-create the table with column mapping so Delta assigns small positive ids",
-                    observed=fid,
-                    expected=f"1..{MAX_USER_FIELD_ID}",
-                )
-            )
+            self.id_problems.append(f"`{path}`: id {fid} is outside 1..{MAX_USER_FIELD_ID}")
             return None
         other = self.seen_ids.get(fid)
         if other is not None:
-            self.violations.append(
-                violation(
-                    "ICEBERG-EMIT-DUPLICATE-ID",
-                    path,
-                    f"field id {fid} is also used by `{other}`; Iceberg needs every id unique",
-                    "repair the column mapping ids (ids must be unique across nested fields too)",
-                    observed=fid,
-                )
-            )
+            self.id_problems.append(f"`{path}`: id {fid} is also used by `{other}`")
             return None
         self.seen_ids[fid] = path
         self.out.max_id = max(self.out.max_id, fid)
@@ -176,16 +182,7 @@ class _Converter:
                 missing = " and ".join(
                     k for k, v in ((ID_KEY, raw_id), (PHYSICAL_KEY, physical)) if v is None or v == ""
                 )
-                self.violations.append(
-                    violation(
-                        "ICEBERG-EMIT-FIELD-ID",
-                        fpath,
-                        f"the field has no {missing} in its metadata, so Iceberg cannot address it by id",
-                        "enable column mapping (`delta.columnMapping.mode` = `id` or `name`) on the table",
-                        observed="absent",
-                        expected=ID_KEY,
-                    )
-                )
+                self.id_problems.append(f"`{fpath}`: no {missing}")
                 fid = None
             else:
                 fid = self._claim(raw_id, fpath)
@@ -213,16 +210,7 @@ class _Converter:
     def _nested_id(self, nested_ids: Mapping[str, Any], key: str, path: str) -> int | None:
         raw = nested_ids.get(key)
         if raw is None:
-            self.violations.append(
-                violation(
-                    "ICEBERG-EMIT-NESTED-ID",
-                    path,
-                    f"no id for `{key}` in `{NESTED_IDS_KEY}` of the enclosing field",
-                    "enable IcebergCompatV2/V3 so Delta assigns ids to list elements and map keys/values",
-                    observed="absent",
-                    expected=key,
-                )
-            )
+            self.id_problems.append(f"`{path}`: no `{key}` in `{NESTED_IDS_KEY}` of the enclosing field")
             return None
         return self._claim(raw, path)
 
@@ -320,11 +308,14 @@ def convert_schema(
 ) -> tuple[ConvertedSchema, list[Violation]]:
     """Convert a Delta struct schema (parsed ``schemaString``) to Iceberg, ids taken from Delta.
 
-    Returns the converted schema and every violation found; when the list is not empty the schema is
-    incomplete and must not be written.
+    Returns the converted schema and every ``ICEBERG-EMIT-TYPE`` violation; when the list is not
+    empty the schema is incomplete and must not be written. Raises :class:`SchemaIdError` for fields
+    without a usable id (which the catalog's id rules refuse before this is called).
     """
     conv = _Converter(format_version)
     fields, mapping = conv.struct_fields(list(delta_schema.get("fields") or []), "", ())
+    if conv.id_problems:
+        raise SchemaIdError(conv.id_problems)
     conv.out.fields = fields
     conv.out.name_mapping = mapping
     return conv.out, conv.violations

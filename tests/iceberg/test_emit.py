@@ -308,9 +308,11 @@ def test_table_without_column_mapping_is_refused(spark: SparkSession, tmp_path: 
     spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, 'a')")
     with pytest.raises(CompatViolation) as err:
         write_iceberg_metadata(path)
-    assert {"ICEBERG-EMIT-COLUMN-MAPPING", "ICEBERG-EMIT-COMPAT", "ICEBERG-EMIT-FIELD-ID"} <= set(
-        err.value.rules
-    )
+    # It declares no profile, so it is held to the default one and refused in the catalog's words;
+    # the emitter adds no rule of its own for what the catalog already says.
+    assert {"ICV3-ENABLED", "ICV3-COLUMN-MAPPING-MODE", "CM-IDS-ASSIGNED"} <= set(err.value.rules)
+    assert {v.profile for v in err.value.violations} == {"v3"}
+    assert "default profile v3" in str(err.value)
     assert not (path / "metadata").exists()
     assert main([str(path)]) == 1
 

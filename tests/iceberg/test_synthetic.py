@@ -77,7 +77,12 @@ def _data_file(root: Path, name: str, rows: list[tuple[int, str]], with_ids: boo
     }
 
 
-COMPAT = {"delta.columnMapping.mode": "name", "delta.enableIcebergCompatV2": "true"}
+# delta-spark's own IcebergCompatV2 (no writer profile): held to IcebergCompatV2's catalog rules.
+COMPAT = {
+    "delta.columnMapping.mode": "name",
+    "delta.enableIcebergCompatV2": "true",
+    "delta.columnMapping.maxColumnId": "2",
+}
 PROTOCOL_V7 = {
     "protocol": {
         "minReaderVersion": 2,
@@ -85,6 +90,10 @@ PROTOCOL_V7 = {
         "writerFeatures": ["columnMapping", "icebergCompatV2"],
     }
 }
+
+
+def _remove(name: str) -> dict[str, Any]:
+    return {"remove": {"path": name, "deletionTimestamp": 1_700_000_000_000, "dataChange": True}}
 
 
 def test_conversion_starts_where_the_table_became_compliant(tmp_path: Path) -> None:
@@ -96,13 +105,32 @@ def test_conversion_starts_where_the_table_became_compliant(tmp_path: Path) -> N
     _commit(root, 2, PROTOCOL_V7, _metadata(_mapped(PLAIN_SCHEMA), COMPAT))
     _commit(root, 3, _data_file(root, "b.parquet", [(3, "c")], with_ids=True))
 
+    # a.parquet, written before column mapping, is still live and has no field ids: not compliant.
+    with pytest.raises(CompatViolation) as err:
+        write_iceberg_metadata(root)
+    assert err.value.rules == ["ICV2-PARQUET-FIELD-IDS"]
+    assert {v.profile for v in err.value.violations} == {"icebergCompatV2"}
+    assert not (root / "metadata").exists()
+
+    # Rewritten with ids (what `icecompat upgrade` does), the table converts from version 2 on.
+    _commit(
+        root, 4, _remove("a.parquet"), _data_file(root, "a2.parquet", [(1, "a"), (2, "b")], with_ids=True)
+    )
     result = write_iceberg_metadata(root)
-    assert [s.delta_version for s in result.snapshots] == [2, 3]
-    assert [s.added_files for s in result.snapshots] == [1, 1]
-    # a.parquet has no field ids: pyiceberg resolves it through the name mapping.
-    rows = normalise(static_table(root).scan().to_arrow())
-    assert rows == [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}, {"id": 3, "v": "c"}]
+    assert [s.delta_version for s in result.snapshots] == [2, 3, 4]
+    assert [s.added_files for s in result.snapshots] == [1, 1, 1]
+    rows = [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}, {"id": 3, "v": "c"}]
+    assert normalise(static_table(root).scan().to_arrow()) == rows
     assert duckdb_rows(root) == rows
+    # The snapshot of version 3 still lists a.parquet, which has no field ids: pyiceberg resolves it
+    # through the name mapping.
+    table = static_table(root)
+    v3 = table.metadata.snapshots[1]
+    names = sorted(
+        t.file.file_path.rsplit("/", 1)[-1] for t in table.scan(snapshot_id=v3.snapshot_id).plan_files()
+    )
+    assert names == ["a.parquet", "b.parquet"]
+    assert normalise(table.scan(snapshot_id=v3.snapshot_id).to_arrow()) == rows
     assert json.loads(metadata_json(root)["properties"]["schema.name-mapping.default"]) == [
         {"field-id": 1, "names": ["id"]},
         {"field-id": 2, "names": ["v"]},
@@ -113,10 +141,25 @@ def test_missing_num_records_falls_back_to_the_footer(tmp_path: Path) -> None:
     root = tmp_path / "nostats"
     _commit(root, 0, PROTOCOL_V7, _metadata(_mapped(PLAIN_SCHEMA), COMPAT))
     add = _data_file(root, "a.parquet", [(1, "a"), (2, "b"), (3, "c")], with_ids=True)
+    with_stats = json.loads(json.dumps(add))
     del add["add"]["stats"]
     _commit(root, 1, add)
-    write_iceberg_metadata(root)
-    (task,) = static_table(root).scan().plan_files()
+    # A live file without numRecords breaks IcebergCompatV2: the catalog's rule refuses it.
+    with pytest.raises(CompatViolation) as err:
+        write_iceberg_metadata(root)
+    assert err.value.rules == ["ICV2-NUM-RECORDS"]
+
+    # Statistics recomputed (the same file re-added with stats, no data change): the table converts,
+    # and the snapshot of version 1, whose entry had no statistic, takes the count from the footer.
+    with_stats["add"]["dataChange"] = False
+    _commit(root, 2, with_stats)
+    result = write_iceberg_metadata(root)
+    assert [s.operation for s in result.snapshots] == ["append", "append", "replace"]
+    table = static_table(root)
+    first_with_file = table.metadata.snapshots[1].snapshot_id
+    (task,) = table.scan(snapshot_id=first_with_file).plan_files()
+    assert task.file.record_count == 3
+    (task,) = table.scan().plan_files()
     assert task.file.record_count == 3
 
 

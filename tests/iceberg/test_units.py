@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import json
 import struct
 from decimal import Decimal
 from pathlib import Path
@@ -14,14 +15,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from icecompat_writer.deltalog.actions import Metadata, Protocol
+from icecompat_writer.errors import Violation
 from icecompat_writer.iceberg.avro import (
     PartitionField,
     avro_name,
     manifest_entry_schema,
     manifest_file_schema,
 )
-from icecompat_writer.iceberg.checks import table_violations
-from icecompat_writer.iceberg.schema import Primitive, convert_schema
+from icecompat_writer.iceberg.checks import COMPAT_V2, rule_set_for, table_violations
+from icecompat_writer.iceberg.schema import Primitive, SchemaIdError, convert_schema
 from icecompat_writer.iceberg.values import (
     PartitionValueError,
     file_metrics,
@@ -29,8 +31,18 @@ from icecompat_writer.iceberg.values import (
     parse_stats,
     serialize,
 )
+from icecompat_writer.planning import PROFILES, validate
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+EMPTY_SCHEMA = '{"type":"struct","fields":[]}'
+V3_PROTOCOL = Protocol(
+    3,
+    7,
+    frozenset({"columnMapping"}),
+    frozenset({"columnMapping", "icebergCompatV3", "rowTracking", "domainMetadata"}),
+)
+W1_PROTOCOL = Protocol(2, 7, None, frozenset({"columnMapping", "icebergCompatV2", "icebergWriterCompatV1"}))
+V2_PROTOCOL = Protocol(2, 7, None, frozenset({"columnMapping", "icebergCompatV2"}))
 
 
 def _field(name: str, dtype: object, fid: int, nullable: bool = True, nested: dict | None = None) -> dict:
@@ -141,41 +153,95 @@ def test_primitive_type_mapping_and_required() -> None:
     assert converted.primitives[11].stats_path == ("col-st", "col-x")
 
 
-def test_missing_ids_and_unsupported_types_are_violations() -> None:
+def test_unsupported_types_are_violations_and_missing_ids_a_broken_invariant() -> None:
+    variant = {"type": "struct", "fields": [_field("v", "variant", 3), _field("g", "geometry(OGC:CRS84)", 4)]}
+    _, problems = convert_schema(variant, 3)
+    assert {(p.rule, p.path) for p in problems} == {("ICEBERG-EMIT-TYPE", "v"), ("ICEBERG-EMIT-TYPE", "g")}
+    # Ids are the catalog's rules (CM-IDS-ASSIGNED, CM-IDS-UNIQUE, ICV*-NESTED-IDS); the converter only
+    # runs once they passed, so it refuses to guess instead of reporting them a second time.
     schema = {
         "type": "struct",
         "fields": [
             {"name": "plain", "type": "integer", "nullable": True, "metadata": {}},
             _field("arr", {"type": "array", "elementType": "long", "containsNull": True}, 2, nested={}),
-            _field("v", "variant", 3),
             _field("dup", "long", 2),
+            _field("big", "long", 2147483540),
         ],
     }
-    _, problems = convert_schema(schema, 3)
-    rules = {(p.rule, p.path) for p in problems}
-    assert ("ICEBERG-EMIT-FIELD-ID", "plain") in rules
-    assert ("ICEBERG-EMIT-NESTED-ID", "arr.element") in rules
-    assert ("ICEBERG-EMIT-TYPE", "v") in rules
-    assert ("ICEBERG-EMIT-DUPLICATE-ID", "dup") in rules
+    with pytest.raises(SchemaIdError) as err:
+        convert_schema(schema, 2)
+    assert [p.split(":")[0] for p in err.value.problems] == ["`plain`", "`arr.element`", "`dup`", "`big`"]
+    catalog = validate("v3", Metadata(schema_string=json.dumps(schema)), Protocol())
+    assert {"CM-IDS-ASSIGNED", "CM-IDS-UNIQUE", "ICV3-NESTED-IDS"} <= {v.rule for v in catalog}
 
 
-def test_table_checks_name_the_rules() -> None:
+def _rules(problems: list[Violation]) -> set[str]:
+    return {p.rule for p in problems}
+
+
+def test_rule_sets_follow_the_declared_profile() -> None:
+    def meta(**conf: str) -> Metadata:
+        return Metadata(schema_string=EMPTY_SCHEMA, configuration=conf)
+
+    assert rule_set_for(meta(**{"delta.enableIcebergWriterCompatV1": "true"})).profile.name == "writer-v1"
+    assert rule_set_for(meta(**{"delta.enableIcebergWriterCompatV3": "true"})).profile.name == "writer-v3"
+    assert rule_set_for(meta(**{"delta.enableIcebergCompatV3": "true"})).profile.name == "v3"
+    assert rule_set_for(meta(**{"delta.enableIcebergCompatV2": "true"})).profile is COMPAT_V2
+    assert rule_set_for(meta()).profile.name == "v3"
+    # IcebergCompatV2 alone: writer-v1's rules without IcebergWriterCompatV1's.
+    writer_v1 = set(PROFILES["writer-v1"].rule_ids)
+    assert set(COMPAT_V2.rule_ids) == {r for r in writer_v1 if not r.startswith("IWC1-")}
+    assert {"ICV2-NUM-RECORDS", "ICV2-PARQUET-FIELD-IDS", "ICV2-NESTED-IDS", "ICV2-ENABLED"} <= set(
+        COMPAT_V2.rule_ids
+    )
+
+
+def test_table_checks_name_the_catalog_rules_and_add_only_what_it_lacks() -> None:
     plain = Metadata(
         schema_string='{"type":"struct","fields":[{"name":"a","type":"long","nullable":true,"metadata":{}}]}'
     )
-    _, problems = table_violations(Protocol(), plain, 2)
-    rules = {p.rule for p in problems}
-    assert {"ICEBERG-EMIT-COMPAT", "ICEBERG-EMIT-COLUMN-MAPPING", "ICEBERG-EMIT-FIELD-ID"} <= rules
+    converted, problems = table_violations(Protocol(), plain, 2)
+    assert converted is None
+    assert {"ICV3-ENABLED", "ICV3-COLUMN-MAPPING-MODE", "CM-IDS-ASSIGNED"} <= _rules(problems)
+    assert not any(r.startswith("ICEBERG-EMIT-") for r in _rules(problems))
+
+    # v3 allows deletion vectors, the emitter cannot convert them: its own rule. Row tracking is the
+    # catalog's (ICV3-ROW-TRACKING), so the emitter's format-version check stays silent.
     dv = Metadata(
-        schema_string='{"type":"struct","fields":[]}',
+        schema_string=EMPTY_SCHEMA,
         configuration={
             "delta.columnMapping.mode": "name",
             "delta.enableIcebergCompatV3": "true",
             "delta.enableDeletionVectors": "true",
         },
     )
-    _, problems = table_violations(Protocol(), dv, 3)
-    assert {p.rule for p in problems} == {"ICEBERG-EMIT-DELETION-VECTORS", "ICEBERG-EMIT-FORMAT-VERSION"}
+    _, problems = table_violations(V3_PROTOCOL, dv, 3)
+    assert _rules(problems) == {"ICEBERG-EMIT-DELETION-VECTORS", "ICV3-ROW-TRACKING"}
+
+    # writer-v1 forbids deletion vectors itself (ICV2-NO-DELETION-VECTORS); asking for Iceberg v3 is
+    # the emitter's business (writer-v1 has no row tracking).
+    w1 = Metadata(
+        schema_string=EMPTY_SCHEMA,
+        configuration={
+            "delta.columnMapping.mode": "id",
+            "delta.columnMapping.maxColumnId": "0",
+            "delta.enableIcebergCompatV2": "true",
+            "delta.enableIcebergWriterCompatV1": "true",
+            "delta.enableDeletionVectors": "true",
+        },
+    )
+    _, problems = table_violations(W1_PROTOCOL, w1, 3)
+    assert _rules(problems) == {"ICV2-NO-DELETION-VECTORS", "ICEBERG-EMIT-FORMAT-VERSION"}
+
+    # IcebergCompatV2 without a writer profile: no catalog rule names the mode, so the emitter does.
+    v2 = Metadata(schema_string=EMPTY_SCHEMA, configuration={"delta.enableIcebergCompatV2": "true"})
+    _, problems = table_violations(V2_PROTOCOL, v2, 2)
+    assert _rules(problems) == {"ICEBERG-EMIT-COLUMN-MAPPING"}
+    named = Metadata(
+        schema_string=EMPTY_SCHEMA, configuration={**v2.configuration, "delta.columnMapping.mode": "name"}
+    )
+    converted, problems = table_violations(V2_PROTOCOL, named, 2)
+    assert problems == [] and converted is not None
 
 
 def test_partition_values_are_typed() -> None:

@@ -91,3 +91,8 @@ def test_soak_eight_writers_twenty_five_appends(spark: SparkSession, tmp_path: P
     attempts = run_writers(spark, tmp_path / "t", writers, appends, profile)
     assert len(attempts) == writers * appends
     assert_all_rows_once_and_every_version_compliant(spark, tmp_path / "t", writers, appends, profile)
+    retried = sum(1 for a in attempts if a > 1)
+    print(
+        f"SOAK profile={profile} writers={writers} appends={appends} commits={len(attempts) + 2} "
+        f"retried={retried} max_attempts={max(attempts)}"
+    )

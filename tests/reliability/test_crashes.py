@@ -108,3 +108,4 @@ def test_killed_writers_leave_a_readable_compliant_table(spark: SparkSession, tm
 def test_soak_twenty_kills(spark: SparkSession, tmp_path: Path) -> None:
     outcomes = crash_and_recover(spark, tmp_path / "t", kills=20, seed=2026)
     assert sum(outcomes.values()) == 20
+    print(f"SOAK kills=20 outcomes={outcomes}")

@@ -67,6 +67,8 @@ public final class PendingWrite {
   /** Starts a transaction on the table at {@code location} (which need not exist yet). */
   public static PendingWrite open(SparkSession spark, String location) {
     ShimInfo.requireSupportedDelta();
+    // Delta looks the session up per thread; a write from a new Python thread has none yet.
+    SparkSession.setActiveSession(spark);
     return new PendingWrite(spark, location);
   }
 
@@ -105,6 +107,7 @@ public final class PendingWrite {
       throw new IllegalStateException("this PendingWrite has already written its files");
     }
     written = true;
+    SparkSession.setActiveSession(spark);
     JsonNode req = JSON.readTree(requestJson);
     String mode = req.path("mode").asText("append");
     boolean overwrite = "overwrite".equals(mode);
@@ -217,6 +220,7 @@ public final class PendingWrite {
             scala.Option.empty(),
             scala.Option.empty());
     finished = true;
+    SparkSession.setActiveSession(spark);
     return txn.commit(Scala.seq(actions), operation);
   }
 
