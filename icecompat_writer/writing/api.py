@@ -34,6 +34,7 @@ from icecompat_writer.writing.compose import (
     REPLACE_MODES,
     WriteIntent,
     compose_metadata,
+    write_violation,
 )
 from icecompat_writer.writing.target import Target, parse_target
 
@@ -184,7 +185,7 @@ def _align_by_position(df: DataFrame, previous: TableState) -> DataFrame:
     if len(df.columns) != len(names):
         raise CompatViolation(
             [
-                _write_violation(
+                write_violation(
                     "DELTA-WRITE-COLUMN-COUNT",
                     "",
                     "insertInto matches columns by position and the counts differ",
@@ -195,12 +196,6 @@ def _align_by_position(df: DataFrame, previous: TableState) -> DataFrame:
             ]
         )
     return df.toDF(*names)
-
-
-def _write_violation(rule: str, path: str, message: str, fix: str, **seen: str) -> Any:
-    from icecompat_writer.errors import Violation
-
-    return Violation(profile="delta", rule=rule, path=path, message=message, fix=fix, clause="", **seen)
 
 
 def _landed(location: str, after_version: int, added_paths: set[str]) -> int | None:

@@ -18,8 +18,9 @@ from typing import Any
 
 from icecompat_writer.deltalog.actions import Metadata
 from icecompat_writer.errors import CompatViolation, Violation
+from icecompat_writer.rules.schema import join_path, quote_name
 
-__all__ = ["WriteIntent", "compose_metadata", "merge_schemas"]
+__all__ = ["WriteIntent", "compose_metadata", "merge_schemas", "write_violation"]
 
 WRITE_PROFILE = "delta"  # the "profile" named on violations of Delta's own write rules
 
@@ -46,9 +47,10 @@ class WriteIntent:
         return self.mode in REPLACE_MODES or (self.mode in OVERWRITE_MODES and self.overwrite_schema)
 
 
-def _violation(
+def write_violation(
     rule: str, path: str, message: str, fix: str, observed: Any = None, expected: Any = None
 ) -> Violation:
+    """A violation of Delta's own write rules (profile ``delta``), refused before any file is written."""
     return Violation(
         profile=WRITE_PROFILE,
         rule=rule,
@@ -61,12 +63,9 @@ def _violation(
     )
 
 
-def _segment(name: str) -> str:
-    return f"`{name.replace('`', '``')}`" if ("." in name or "`" in name) else name
-
-
 def _join(prefix: str, name: str) -> str:
-    return f"{prefix}.{_segment(name)}" if prefix else _segment(name)
+    """Column paths are spelled exactly as the rule catalog spells them."""
+    return join_path(prefix, quote_name(name))
 
 
 def _find(fields: Sequence[Mapping[str, Any]], name: str) -> Mapping[str, Any] | None:
@@ -118,7 +117,7 @@ def _merge_type(table_t: Any, data_t: Any, path: str, add: bool, problems: list[
     if table_t == data_t:
         return copy.deepcopy(table_t)
     problems.append(
-        _violation(
+        write_violation(
             "DELTA-WRITE-TYPE-MISMATCH",
             path,
             "the DataFrame's type differs from the table's type for this column",
@@ -146,7 +145,7 @@ def _merge_struct(
                 fields.append(new_f)
             else:
                 problems.append(
-                    _violation(
+                    write_violation(
                         "DELTA-WRITE-UNKNOWN-COLUMN",
                         here,
                         "the DataFrame has a column the table does not have",
@@ -262,9 +261,9 @@ def _check_partitioning(
         field = _find(schema["fields"], col)
         if field is None:
             problems.append(
-                _violation(
+                write_violation(
                     "DELTA-WRITE-PARTITION-COLUMN",
-                    _segment(col),
+                    quote_name(col),
                     "the partition column is not a top-level column of the written schema",
                     f"partition by one of: {', '.join(names) or '(no columns)'}",
                 )
@@ -308,7 +307,7 @@ def compose_metadata(intent: WriteIntent, previous: Metadata | None) -> Metadata
             asked = _check_partitioning(intent, schema, problems)
             if not problems and [p.casefold() for p in asked] != [p.casefold() for p in partitions]:
                 problems.append(
-                    _violation(
+                    write_violation(
                         "DELTA-WRITE-PARTITIONING-CHANGE",
                         "",
                         "the write asks for a different partitioning than the table has",
