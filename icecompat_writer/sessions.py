@@ -9,6 +9,7 @@ replaced: a team's own extensions keep working.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -34,6 +35,13 @@ DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 SHIM_JAR_NAME = "icecompat-shim.jar"
 AGENT_JAR_NAME = "icecompat-agent.jar"
 JARS_DIR_ENV = "ICECOMPAT_JARS_DIR"
+# The session guard (jvm_shim io.icecompat.shim.guard): its extension, its log store, its settings.
+GUARD_EXTENSION = "io.icecompat.shim.guard.GuardExtension"
+GUARD_LOG_STORE = "io.icecompat.shim.guard.GuardedLogStore"
+LOG_STORE_KEY = "spark.delta.logStore.file.impl"
+GUARD_ENABLED_KEY = "spark.icecompat.guard.enabled"
+GUARD_PROFILE_KEY = "spark.icecompat.profile"
+GUARD_PYTHON_KEY = "spark.icecompat.python"
 
 # Small, local, quiet: what a laptop, a notebook and a 2-core CI machine want by default. Every entry
 # is only a default; a value the caller sets wins.
@@ -138,11 +146,17 @@ def _refuse_foreign_running_session() -> None:
         )
 
 
-def configure(builder: SparkSession.Builder, *, lean: bool = True) -> SparkSession.Builder:
-    """Add Delta, the shim jars and (optionally) lean local defaults to a user's builder.
+def configure(
+    builder: SparkSession.Builder, *, lean: bool = True, guard: bool = False, profile: str | None = None
+) -> SparkSession.Builder:
+    """Add Delta, the shim jars, the session guard and (optionally) lean local defaults to a builder.
 
     ``spark.jars`` and ``spark.sql.extensions`` are appended to; ``spark.sql.catalog.spark_catalog`` is
-    set only when the user has not chosen one. Returns the same builder for chaining.
+    set only when the user has not chosen one. The guard's static pieces (its extension and log
+    store) are always installed, because they cannot be added once the session runs; they do nothing
+    until the guard is on: ``guard=True`` (or ``spark.icecompat.guard.enabled=true`` at any time)
+    checks Delta writes to tables that declare a profile, ``profile=...`` (``spark.icecompat.profile``)
+    holds every Delta write of the session to that profile. Returns the same builder for chaining.
     """
     options = _builder_options(builder)
     if _is_connect(options):
@@ -155,8 +169,22 @@ def configure(builder: SparkSession.Builder, *, lean: bool = True) -> SparkSessi
     jars = [str(p) for p in runtime_jars()]
     builder.config("spark.jars", _append_csv(options.get("spark.jars"), jars))
     builder.config(
-        "spark.sql.extensions", _append_csv(options.get("spark.sql.extensions"), [DELTA_EXTENSION])
+        "spark.sql.extensions",
+        _append_csv(options.get("spark.sql.extensions"), [DELTA_EXTENSION, GUARD_EXTENSION]),
     )
+    store = options.get(LOG_STORE_KEY)
+    if store not in (None, GUARD_LOG_STORE):
+        raise SessionConfigError(
+            f"{LOG_STORE_KEY} is already set to {store!r}; the icecompat guard needs its own log store "
+            f"({GUARD_LOG_STORE}, which extends Delta's default one for local and HDFS file systems) there"
+        )
+    builder.config(LOG_STORE_KEY, GUARD_LOG_STORE)
+    if GUARD_PYTHON_KEY not in options:
+        builder.config(GUARD_PYTHON_KEY, sys.executable)
+    if guard:
+        builder.config(GUARD_ENABLED_KEY, "true")
+    if profile is not None:
+        builder.config(GUARD_PROFILE_KEY, profile)
     builder.config(
         "spark.driver.extraJavaOptions",
         _append_java_option(options.get("spark.driver.extraJavaOptions"), f"-javaagent:{agent_jar()}"),
@@ -185,6 +213,13 @@ def spark_defaults(relative_to: Path | None = None) -> str:
     def shown(jar: Path) -> str:
         return str(jar.relative_to(relative_to)) if relative_to is not None else str(jar)
 
+    def shown_python() -> str:
+        exe = Path(sys.executable)
+        if relative_to is not None:
+            # The project's own environment, from the project root (like the jar paths).
+            return ".venv/bin/python"
+        return str(exe)
+
     paths = [shown(jar) for jar in runtime_jars()]
     where = (
         "The jar paths below are relative to the project root; from anywhere else, print a copy with\n"
@@ -202,14 +237,25 @@ def spark_defaults(relative_to: Path | None = None) -> str:
         "# The driver agent that teaches delta-spark the icebergWriterCompatV1/V3 table features.",
         f"spark.driver.extraJavaOptions  -javaagent:{shown(agent_jar())}",
         "",
-        "# Delta's own extension and catalog. Append further extensions after Delta's (comma-separated).",
-        f"spark.sql.extensions              {DELTA_EXTENSION}",
+        "# Delta's own extension and catalog, then the icecompat guard's extension. Append further",
+        "# extensions after these (comma-separated).",
+        f"spark.sql.extensions              {DELTA_EXTENSION},{GUARD_EXTENSION}",
         f"spark.sql.catalog.spark_catalog   {DELTA_CATALOG}",
+        "",
+        "# The guard: every Delta write (SQL, DataFrameWriter V1/V2, Scala) to a table that declares a",
+        "# profile is planned and checked by the same rules as compat_write. Set spark.icecompat.profile",
+        "# (v3, writer-v1, writer-v3) to hold every Delta write of the job to one profile.",
+        f"{LOG_STORE_KEY}     {GUARD_LOG_STORE}",
+        f"{GUARD_ENABLED_KEY}     true",
+        "# The Python that runs the rules for the JVM (icecompat_writer must be importable from it).",
+        f"{GUARD_PYTHON_KEY}     {shown_python()}",
     ]
     return "\n".join(lines) + "\n"
 
 
-def session(app_name: str = "icecompat", **conf: str) -> SparkSession:
+def session(
+    app_name: str = "icecompat", *, guard: bool = False, profile: str | None = None, **conf: str
+) -> SparkSession:
     """A local SparkSession with Delta and the shim loaded (or the running one, if it already has them).
 
     Spark settings are passed as keyword arguments with their full names, e.g.
@@ -219,6 +265,6 @@ def session(app_name: str = "icecompat", **conf: str) -> SparkSession:
     builder = SparkSession.builder.appName(app_name)
     for key, value in conf.items():
         builder.config(key, value)
-    spark = configure(builder).getOrCreate()
+    spark = configure(builder, guard=guard, profile=profile).getOrCreate()
     bridge.require_supported_delta(spark)
     return spark

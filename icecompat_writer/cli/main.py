@@ -168,8 +168,42 @@ def _print_report(report: Any) -> None:
         console.print(t)
 
 
-def doctor_report(start_spark: bool) -> list[tuple[str, bool, str]]:
-    """(what, ok, detail) for each thing the plugin needs, from files up to a live session."""
+def _guard_rows(spark: Any) -> list[tuple[str, bool, str]]:
+    """The session guard's pieces as the running session sees them."""
+    from icecompat_writer.jvm import bridge
+
+    status = bridge.guard_status(spark)
+    missing = list(status["missing"])
+    state = "on" if status["guarded"] else "off (neither spark.icecompat.guard.enabled nor .profile set)"
+    if status["profile"]:
+        state += f", session profile {status['profile']}"
+    rows = [
+        ("session guard", not missing, f"{state}; " + ("complete" if not missing else "; ".join(missing))),
+        ("rule service", bool(status["service_ok"]), f"{status['python']}: {status['service']}"),
+    ]
+    return rows
+
+
+def _properties(path: str) -> dict[str, str]:
+    """A spark-defaults style file: ``key value`` or ``key=value`` lines, ``#`` comments."""
+    import re
+
+    out: dict[str, str] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            text = line.strip()
+            if text and not text.startswith("#"):
+                parts = re.split(r"\s*=\s*|\s+", text, maxsplit=1)
+                out[parts[0]] = parts[1].strip() if len(parts) > 1 else ""
+    return out
+
+
+def doctor_report(start_spark: bool, properties_file: str | None = None) -> list[tuple[str, bool, str]]:
+    """(what, ok, detail) for each thing the plugin needs, from files up to a live session.
+
+    With ``properties_file``, the session is started from that file alone (as spark-submit would),
+    so the report says what a job using it gets; otherwise from ``icecompat_writer.session()``.
+    """
     import shutil
 
     from icecompat_writer import sessions
@@ -191,7 +225,16 @@ def doctor_report(start_spark: bool) -> list[tuple[str, bool, str]]:
     from icecompat_writer.jvm import bridge
 
     try:
-        spark = sessions.session("icecompat-doctor")
+        if properties_file is None:
+            spark = sessions.session("icecompat-doctor")
+        else:
+            from pyspark.sql import SparkSession
+
+            builder = SparkSession.builder.appName("icecompat-doctor").master("local[1]")
+            for key, value in _properties(properties_file).items():
+                builder.config(key, value)
+            builder.config("spark.ui.enabled", "false")
+            spark = builder.getOrCreate()
     except IcecompatError as err:
         rows.append(("spark session", False, str(err)))
         return rows
@@ -215,13 +258,16 @@ def doctor_report(start_spark: bool) -> list[tuple[str, bool, str]]:
                 ),
             )
         )
+        rows.extend(_guard_rows(spark))
+    except IcecompatError as err:
+        rows.append(("spark session", False, str(err)))
     finally:
         spark.stop()
     return rows
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    rows = doctor_report(start_spark=not args.no_spark)
+    rows = doctor_report(start_spark=not args.no_spark, properties_file=args.properties_file)
     for what, ok, detail in rows:
         print(f"{'ok ' if ok else 'BAD'}  {what:<24} {detail}")
     return EXIT_OK if all(ok for _, ok, _ in rows) else EXIT_VIOLATIONS
@@ -242,6 +288,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     doctor = sub.add_parser("doctor", help="say what is installed, loaded and missing")
     doctor.add_argument("--no-spark", action="store_true", help="do not start a local session")
+    doctor.add_argument(
+        "--properties-file",
+        help="start the session from this spark-defaults file only (what a spark-submit job gets)",
+    )
     doctor.set_defaults(func=_cmd_doctor)
 
     check = sub.add_parser("check", help="audit a Delta table (log and Parquet footers, no Spark)")

@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.errors.exceptions.captured import CapturedException
 
-from icecompat_writer.errors import ConcurrentWriteError, IcecompatError, JvmError, SetupError
+from icecompat_writer.errors import (
+    CompatViolation,
+    ConcurrentWriteError,
+    IcecompatError,
+    JvmError,
+    SessionConfigError,
+    SetupError,
+    Violation,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -33,28 +41,69 @@ _JAVA_TO_PYTHON: tuple[tuple[str, type[IcecompatError]], ...] = (
     ("ConcurrentDeleteDeleteException", ConcurrentWriteError),
     ("MetadataChangedException", ConcurrentWriteError),
     ("ProtocolChangedException", ConcurrentWriteError),
+    ("io.icecompat.shim.guard.GuardUnavailableException", SessionConfigError),
     ("ClassNotFoundException", SetupError),
     ("NoClassDefFoundError", SetupError),
 )
+
+
+# The session guard's refusal carries its violations as JSON: rebuilt as the CompatViolation that
+# compat_write would have raised for the same write.
+_GUARD_VIOLATION = "io.icecompat.shim.guard.GuardViolationException"
+
+
+def _throwables(throwable: Any) -> list[Any]:
+    out: list[Any] = []
+    try:
+        while throwable is not None and len(out) < 16:
+            out.append(throwable)
+            throwable = throwable.getCause()
+    except Py4JError:  # the gateway itself is gone: keep what we have
+        pass
+    return out
 
 
 def _java_class_chain(err: Py4JJavaError) -> list[tuple[str, str]]:
     """(class name, message) of the Java exception and each of its causes, outermost first."""
     chain: list[tuple[str, str]] = []
     try:
-        throwable = err.java_exception
-        seen = 0
-        while throwable is not None and seen < 16:
+        for throwable in _throwables(err.java_exception):
             chain.append((throwable.getClass().getName(), str(throwable.getMessage() or "")))
-            throwable = throwable.getCause()
-            seen += 1
-    except Py4JError:  # the gateway itself is gone: keep what we have
+    except Py4JError:
         pass
     return chain
 
 
+def _guard_refusal(throwable: Any) -> CompatViolation | None:
+    """The CompatViolation a guard refusal somewhere in ``throwable``'s causes stands for, if any."""
+    for t in _throwables(throwable):
+        try:
+            if t.getClass().getName() == _GUARD_VIOLATION:
+                found = [Violation(**v) for v in json.loads(str(t.violationsJson()))]
+                return CompatViolation(found, "(refused by the session guard)")
+        except (Py4JError, ValueError, TypeError):
+            return None
+    return None
+
+
+def translate_exception(err: BaseException) -> BaseException:
+    """The package's exception for a Java failure raised by any Spark call, ``err`` itself otherwise.
+
+    For code that writes with plain Spark APIs in a guarded session (``df.write...save()``, SQL): a
+    guard refusal becomes the same :class:`CompatViolation` ``compat_write`` raises.
+    """
+    if isinstance(err, Py4JJavaError):
+        return translate(err)
+    if isinstance(err, CapturedException):
+        return _translate_captured(err)
+    return err
+
+
 def translate(err: Py4JJavaError) -> IcecompatError:
     """Map a Java exception onto the package's exception types, keeping the Java message."""
+    refusal = _guard_refusal(err.java_exception)
+    if refusal is not None:
+        return refusal
     chain = _java_class_chain(err)
     for java_name, py_type in _JAVA_TO_PYTHON:
         for cls, msg in chain:
@@ -69,6 +118,9 @@ def translate(err: Py4JJavaError) -> IcecompatError:
 def _translate_captured(err: CapturedException) -> IcecompatError:
     """pyspark converts some Java exceptions (AnalysisException, ...) itself; map those too."""
     origin = getattr(err, "_origin", None)
+    refusal = _guard_refusal(origin) if origin is not None else None
+    if refusal is not None:
+        return refusal
     if origin is not None:
         try:
             cls = str(origin.getClass().getName())
@@ -146,6 +198,12 @@ def activate_writer_features(spark: SparkSession) -> None:
         features.activate()
     except Py4JJavaError as err:
         raise SetupError(str(translate(err))) from None
+
+
+def guard_status(spark: SparkSession) -> dict[str, Any]:
+    """What the session guard would use and what it lacks (``missing``: one sentence per piece)."""
+    guard = shim_class(spark, "guard.Guard")
+    return dict(json.loads(call(lambda: guard.statusJson(spark._jsparkSession))))
 
 
 def writer_features_status(spark: SparkSession) -> dict[str, Any]:

@@ -1,0 +1,260 @@
+package io.icecompat.shim.guard;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.SparkConf;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.delta.DeltaLog;
+import org.apache.spark.sql.delta.actions.Action;
+import org.apache.spark.sql.delta.actions.Metadata;
+import org.apache.spark.sql.delta.actions.Protocol;
+import scala.Option;
+
+/**
+ * Where a guarded session's Delta writes meet the rules.
+ *
+ * <p>Two points see every Delta write, whatever API made it (SQL, DataFrameWriter V1/V2, Scala):
+ * Delta's metadata update, reached through the driver agent's hook on {@code
+ * DeltaColumnMapping.verifyAndUpdateMetadataChange} ({@link #beforeColumnMapping}), which runs
+ * before any data file is written and is where the plan replaces Delta's proposal (ids, {@code
+ * col-<id>} names, properties); and the commit, reached through {@link GuardedLogStore} ({@link
+ * #checkCommit}), which validates the final protocol, metadata and new files before the commit file
+ * exists. Both ask the {@link RuleService}: the rules run in one place.
+ *
+ * <p>A session is guarded when {@value #ENABLED} is true or {@value #PROFILE} names a profile. A
+ * guarded session whose pieces are not all in place (the session extension, the agent's hook, the
+ * log store) fails its first guarded write with {@link GuardUnavailableException}: Spark only logs
+ * a warning for an extension it could not load, and a guard that silently does nothing is worse
+ * than none.
+ */
+public final class Guard {
+  public static final String ENABLED = "spark.icecompat.guard.enabled";
+  public static final String PROFILE = "spark.icecompat.profile";
+  public static final String PYTHON = "spark.icecompat.python";
+  /** System property the agent sets for the metadata hook: "patched" or "failed:...". */
+  public static final String AGENT_GUARD_STATUS = "icecompat.agent.guard";
+  public static final String EXTENSION_CLASS = "io.icecompat.shim.guard.GuardExtension";
+  public static final String LOG_STORE_CLASS = "io.icecompat.shim.guard.GuardedLogStore";
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final ThreadLocal<int[]> TRUSTED = ThreadLocal.withInitial(() -> new int[1]);
+  private static volatile boolean extensionLoaded;
+
+  private Guard() {}
+
+  /** Called by {@link GuardExtension} when Spark applies it to a session. */
+  static void markExtensionLoaded() {
+    extensionLoaded = true;
+  }
+
+  /**
+   * Marks this thread as running a write that {@code compat_write} already planned and verifies
+   * itself (the Python path): the guard does not check it a second time. Pair with {@link
+   * #exitTrusted}.
+   */
+  public static void enterTrusted() {
+    TRUSTED.get()[0]++;
+  }
+
+  public static void exitTrusted() {
+    TRUSTED.get()[0]--;
+  }
+
+  static boolean trusted() {
+    return TRUSTED.get()[0] > 0;
+  }
+
+  /** The session this thread works for (Delta sets it for its commands), or the default one. */
+  static SparkSession session() {
+    Option<SparkSession> active = SparkSession.getActiveSession();
+    if (active.isDefined()) {
+      return active.get();
+    }
+    Option<SparkSession> dflt = SparkSession.getDefaultSession();
+    return dflt.isDefined() ? dflt.get() : null;
+  }
+
+  private static String conf(SparkSession spark, String key) {
+    String v = spark.sessionState().conf().getConfString(key, "");
+    return v == null ? "" : v.trim();
+  }
+
+  /** Whether writes in {@code spark} are guarded. */
+  public static boolean guarded(SparkSession spark) {
+    return spark != null
+        && ("true".equalsIgnoreCase(conf(spark, ENABLED)) || !conf(spark, PROFILE).isEmpty());
+  }
+
+  /** The Python executable that runs the rule service for {@code spark}. */
+  public static String python(SparkSession spark) {
+    for (String key : new String[] {PYTHON, "spark.pyspark.driver.python", "spark.pyspark.python"}) {
+      String v = conf(spark, key);
+      if (!v.isEmpty()) {
+        return v;
+      }
+    }
+    for (String env : new String[] {"PYSPARK_DRIVER_PYTHON", "PYSPARK_PYTHON"}) {
+      String v = System.getenv(env);
+      if (v != null && !v.isBlank()) {
+        return v.trim();
+      }
+    }
+    return "python3";
+  }
+
+  /** What a guarded session lacks (empty when complete): one sentence per missing piece. */
+  public static List<String> missing(SparkSession spark) {
+    List<String> out = new ArrayList<>();
+    // Loading Delta's column-mapping code is what lets the agent patch it: do it before asking.
+    org.apache.spark.sql.delta.DeltaColumnMapping$.MODULE$.hashCode();
+    if (!extensionLoaded) {
+      out.add("the session extension " + EXTENSION_CLASS + " is not loaded: add it to spark.sql.extensions"
+          + " after io.delta.sql.DeltaSparkSessionExtension (Spark only logs a warning when an extension"
+          + " class cannot be loaded: check that icecompat-shim.jar is on spark.jars)");
+    }
+    String agent = System.getProperty(AGENT_GUARD_STATUS, "absent");
+    if (!agent.startsWith("patched")) {
+      out.add("the driver agent's metadata hook is not active (status: " + agent + "): start the driver"
+          + " with -javaagent:<icecompat_writer/jars>/icecompat-agent.jar in spark.driver.extraJavaOptions");
+    }
+    SparkConf conf = spark.sparkContext().getConf();
+    String store = conf.get("spark.delta.logStore.file.impl", conf.get("spark.delta.logStore.class", ""));
+    if (!LOG_STORE_CLASS.equals(store)) {
+      out.add("the guarded log store is not configured: set spark.delta.logStore.file.impl="
+          + LOG_STORE_CLASS + " (found: " + (store.isEmpty() ? "(unset)" : store) + ")");
+    }
+    return out;
+  }
+
+  /** {@link #missing} as JSON, with the settings the guard would use (for {@code icecompat doctor}). */
+  public static String statusJson(SparkSession spark) throws IOException {
+    List<String> missing = missing(spark);
+    ObjectNode out = JSON.createObjectNode();
+    out.put("guarded", guarded(spark));
+    out.put("profile", conf(spark, PROFILE));
+    out.put("python", python(spark));
+    out.put("extension_loaded", extensionLoaded);
+    out.put("agent_metadata_hook", System.getProperty(AGENT_GUARD_STATUS, "absent"));
+    missing.forEach(out.putArray("missing")::add);
+    try {
+      ObjectNode ping = JSON.createObjectNode();
+      ping.put("op", "ping");
+      out.put("service", "icecompat_writer " + RuleService.get(python(spark)).call(ping).path("version").asText());
+      out.put("service_ok", true);
+    } catch (GuardUnavailableException e) {
+      out.put("service", e.getMessage());
+      out.put("service_ok", false);
+    }
+    return JSON.writeValueAsString(out);
+  }
+
+  private static void requireComplete(SparkSession spark) {
+    List<String> missing = missing(spark);
+    if (!missing.isEmpty()) {
+      throw new GuardUnavailableException(
+          "this session is configured for the icecompat guard (" + ENABLED + " / " + PROFILE
+              + ") but the guard is incomplete, so the write was refused: " + String.join("; ", missing));
+    }
+  }
+
+  /**
+   * The agent's hook, first statement of {@code verifyAndUpdateMetadataChange}: returns the metadata
+   * Delta continues with. Unguarded sessions and trusted writes get {@code newMetadata} back as is.
+   */
+  public static Metadata beforeColumnMapping(
+      SparkSession spark,
+      DeltaLog log,
+      Protocol oldProtocol,
+      Metadata oldMetadata,
+      Metadata newMetadata,
+      boolean creating,
+      boolean overwriteSchema) {
+    if (trusted() || !guarded(spark)) {
+      return newMetadata;
+    }
+    requireComplete(spark);
+    try {
+      ObjectNode req = JSON.createObjectNode();
+      req.put("op", "plan_metadata");
+      req.put("table", log.dataPath().toString());
+      req.put("profile", conf(spark, PROFILE));
+      req.put("creating", creating);
+      req.put("overwrite_schema", overwriteSchema);
+      req.put("table_exists", oldMetadata.schemaString() != null);
+      req.set("old_protocol", JSON.readTree(oldProtocol.json()).get("protocol"));
+      req.set("old_metadata", JSON.readTree(oldMetadata.json()).get("metaData"));
+      req.set("new_metadata", JSON.readTree(newMetadata.json()).get("metaData"));
+      JsonNode res = RuleService.get(python(spark)).call(req);
+      refuseIfViolated(res);
+      JsonNode planned = res.get("metadata");
+      if (planned == null || planned.isNull()) {
+        return newMetadata;
+      }
+      ObjectNode wrapped = JSON.createObjectNode();
+      wrapped.set("metaData", planned);
+      return (Metadata) Action.fromJson(JSON.writeValueAsString(wrapped));
+    } catch (IOException e) {
+      throw new GuardUnavailableException("cannot exchange table metadata with the rule service: " + e, e);
+    }
+  }
+
+  /**
+   * The log store's hook: validates a commit before its file is written. On refusal, the data
+   * files this commit would have added (and nothing else: the rule service names only files no
+   * earlier version references) are deleted, so the table is left as it was.
+   */
+  static void checkCommit(Path commitFile, List<String> actions, Configuration hadoopConf)
+      throws IOException {
+    SparkSession spark = session();
+    if (trusted() || !guarded(spark)) {
+      return;
+    }
+    requireComplete(spark);
+    Path logDir = commitFile.getParent();
+    Path root = logDir.getParent();
+    String name = commitFile.getName();
+    long version = Long.parseLong(name.substring(0, name.indexOf('.')));
+    ObjectNode req = JSON.createObjectNode();
+    req.put("op", "check_commit");
+    req.put("table", root.toString());
+    req.put("version", version);
+    req.put("profile", conf(spark, PROFILE));
+    ArrayNode lines = req.putArray("actions");
+    actions.forEach(lines::add);
+    JsonNode res = RuleService.get(python(spark)).call(req);
+    if (res.path("ok").asBoolean(false)) {
+      return;
+    }
+    FileSystem fs = root.getFileSystem(hadoopConf);
+    for (JsonNode p : res.path("delete")) {
+      fs.delete(new Path(p.asText()), false);
+    }
+    refuseIfViolated(res);
+  }
+
+  private static void refuseIfViolated(JsonNode res) throws IOException {
+    if (!res.path("ok").asBoolean(false)) {
+      throw new GuardViolationException(
+          res.path("report").asText("the write violates its profile"),
+          JSON.writeValueAsString(res.path("violations")));
+    }
+  }
+
+  /** Whether {@code name} is a commit file name ({@code <20 digits>.json}). */
+  static boolean isCommitFile(String name) {
+    return name.length() == 25 && name.endsWith(".json") && name.substring(0, 20).chars().allMatch(Character::isDigit);
+  }
+
+  static String lower(String s) {
+    return s.toLowerCase(Locale.ROOT);
+  }
+}

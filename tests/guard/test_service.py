@@ -1,0 +1,160 @@
+"""The rule service on its own (no JVM): the answers the guard's JVM side acts on."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from icecompat_writer.deltalog.actions import Metadata, Protocol
+from icecompat_writer.jvm import service
+from icecompat_writer.planning import plan
+
+SCHEMA = {
+    "type": "struct",
+    "fields": [
+        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+        {
+            "name": "s",
+            "type": {
+                "type": "struct",
+                "fields": [{"name": "b", "type": "byte", "nullable": True, "metadata": {}}],
+            },
+            "nullable": True,
+            "metadata": {},
+        },
+    ],
+}
+
+
+def _meta(schema: dict, conf: dict[str, str]) -> dict:
+    return Metadata(json.dumps(schema), (), conf, id="t").to_json()
+
+
+def test_ping_and_unknown_operation() -> None:
+    out = io.StringIO()
+    service.main(io.StringIO('{"op": "ping"}\n{"op": "nope"}\nnot json\n'), out)
+    answers = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert answers[0]["ok"] is True and answers[0]["version"]
+    assert "unknown operation" in answers[1]["error"]
+    assert "not JSON" in answers[2]["error"]
+
+
+def test_no_profile_means_no_change() -> None:
+    req = {
+        "op": "plan_metadata",
+        "profile": "",
+        "table_exists": False,
+        "creating": True,
+        "new_metadata": _meta(SCHEMA, {}),
+    }
+    assert service.handle(req) == {"ok": True, "metadata": None}
+
+
+@pytest.mark.parametrize("profile", ["writer-v1", "writer-v3"])
+def test_refusal_names_rule_and_nested_path(profile: str) -> None:
+    req = {
+        "op": "plan_metadata",
+        "profile": profile,
+        "table_exists": False,
+        "creating": True,
+        "table": "file:/t",
+        "new_metadata": _meta(SCHEMA, {}),
+    }
+    res = service.handle(req)
+    assert res["ok"] is False
+    assert {(v["rule"], v["path"]) for v in res["violations"]} == {("IWC1-NO-BYTE-SHORT", "s.b")}
+    assert "IWC1-NO-BYTE-SHORT" in res["report"] and "s.b" in res["report"]
+
+
+@pytest.mark.parametrize("profile", ["v3", "writer-v1", "writer-v3"])
+def test_planned_metadata_is_the_planners_plus_feature_requests(profile: str) -> None:
+    schema = {"type": "struct", "fields": [SCHEMA["fields"][0]]}
+    req = {
+        "op": "plan_metadata",
+        "profile": profile,
+        "table_exists": False,
+        "creating": True,
+        "new_metadata": _meta(schema, {}),
+    }
+    res = service.handle(req)
+    expected = plan(profile, Metadata.from_json(req["new_metadata"]))
+    got = Metadata.from_json(res["metadata"])
+    assert got.schema == expected.metadata.schema
+    for feature in expected.protocol.writer_features or ():
+        assert got.configuration[f"delta.feature.{feature}"] == "supported"
+    for key, value in expected.metadata.configuration.items():
+        assert got.configuration[key] == value
+
+
+def test_replace_keeps_the_tables_mapping_mode() -> None:
+    planned = plan("v3", Metadata.from_json(_meta({"type": "struct", "fields": [SCHEMA["fields"][0]]}, {})))
+    old = planned.metadata
+    assert old.configuration["delta.columnMapping.mode"] == "id"
+    proposal = old.with_configuration({**old.configuration, "delta.columnMapping.mode": "name"})
+    req = {
+        "op": "plan_metadata",
+        "profile": "",
+        "table_exists": True,
+        "creating": True,
+        "old_protocol": planned.protocol.to_json(),
+        "old_metadata": old.to_json(),
+        "new_metadata": proposal.to_json(),
+    }
+    res = service.handle(req)
+    assert res["ok"] is True
+    assert res["metadata"]["configuration"]["delta.columnMapping.mode"] == "id"
+
+
+def test_check_commit_without_profile_passes(tmp_path: Path) -> None:
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    commit = [json.dumps({"protocol": Protocol(1, 2).to_json()}), json.dumps({"metaData": _meta(SCHEMA, {})})]
+    assert service.handle(
+        {"op": "check_commit", "table": str(tmp_path), "version": 0, "actions": commit}
+    ) == {"ok": True}
+
+
+def test_check_commit_refusal_lists_only_new_files_inside_the_root(tmp_path: Path) -> None:
+    (tmp_path / "_delta_log").mkdir()
+    commit = [
+        json.dumps({"protocol": Protocol(1, 2).to_json()}),
+        json.dumps({"metaData": _meta({"type": "struct", "fields": [SCHEMA["fields"][0]]}, {})}),
+        json.dumps(
+            {
+                "add": {
+                    "path": "a.parquet",
+                    "partitionValues": {},
+                    "size": 1,
+                    "modificationTime": 0,
+                    "dataChange": True,
+                }
+            }
+        ),
+        json.dumps(
+            {
+                "add": {
+                    "path": "/elsewhere/b.parquet",
+                    "partitionValues": {},
+                    "size": 1,
+                    "modificationTime": 0,
+                    "dataChange": True,
+                }
+            }
+        ),
+    ]
+    res = service.handle(
+        {"op": "check_commit", "table": str(tmp_path), "version": 0, "profile": "v3", "actions": commit}
+    )
+    assert res["ok"] is False
+    assert "ICV3-ENABLED" in {v["rule"] for v in res["violations"]}
+    assert res["delete"] == [str(tmp_path / "a.parquet")]
+
+
+def test_failures_become_error_answers(tmp_path: Path) -> None:
+    res = service.handle(
+        {"op": "check_commit", "table": str(tmp_path / "missing"), "version": 3, "actions": []}
+    )
+    assert "error" in res
