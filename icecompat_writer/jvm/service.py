@@ -10,6 +10,8 @@ Operations:
 
 ``ping``
     ``{"ok": true, "version": ...}``: the service is up (``icecompat doctor`` uses it).
+Every answer names the ``profile`` that applied (null: none, the write is not a guarded one).
+
 ``plan_metadata``
     Delta is about to update a table's metadata (before any data file is written). Answers the
     compliant metadata to use instead (``metadata``, or null when Delta's proposal already complies
@@ -52,9 +54,12 @@ def _profile_for(requested: str, *configurations: Mapping[str, str] | None) -> s
     return None
 
 
-def _refusal(violations: list[Violation], context: str, delete: list[str] | None = None) -> dict[str, Any]:
+def _refusal(
+    profile: str, violations: list[Violation], context: str, delete: list[str] | None = None
+) -> dict[str, Any]:
     return {
         "ok": False,
+        "profile": profile,
         "report": str(CompatViolation(violations, context)),
         "violations": [dataclasses.asdict(v) for v in sorted(violations)],
         "delete": delete or [],
@@ -79,13 +84,13 @@ def _plan_metadata(req: Mapping[str, Any]) -> dict[str, Any]:
         previous.metadata.configuration if previous else None,
     )
     if profile is None:
-        return {"ok": True, "metadata": None}
+        return {"ok": True, "profile": None, "metadata": None}
     try:
         planned = plan(profile, new, previous.protocol if previous else None, previous)
     except CompatViolation as e:
-        return _refusal(list(e.violations), f"in the metadata of {req.get('table')}")
+        return _refusal(profile, list(e.violations), f"in the metadata of {req.get('table')}")
     if not planned.changed and new == proposed:
-        return {"ok": True, "metadata": None}
+        return {"ok": True, "profile": profile, "metadata": None}
     # Delta derives the protocol from the metadata after this point; the features the plan needs
     # beyond what the table had are requested the way Delta reads such requests, as properties.
     had = previous.protocol.writer_features or frozenset() if previous else frozenset()
@@ -93,7 +98,12 @@ def _plan_metadata(req: Mapping[str, Any]) -> dict[str, Any]:
     for feature in sorted((planned.protocol.writer_features or frozenset()) - had):
         configuration.setdefault(_FEATURE_PROPERTY.format(feature), "supported")
     metadata = planned.metadata.with_configuration(configuration)
-    return {"ok": True, "metadata": metadata.to_json(), "changes": [str(c) for c in planned.changes]}
+    return {
+        "ok": True,
+        "profile": profile,
+        "metadata": metadata.to_json(),
+        "changes": [str(c) for c in planned.changes],
+    }
 
 
 def _keep_mapping_mode(new: Any, old: Any) -> Any:
@@ -142,21 +152,21 @@ def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:
         elif "add" in action:
             adds.append(AddFile.from_json(action["add"]))
     if protocol is None or metadata is None:
-        return {"ok": True}
+        return {"ok": True, "profile": None}
     profile = _profile_for(str(req.get("profile") or ""), metadata.configuration)
     if profile is None:
-        return {"ok": True}
+        return {"ok": True, "profile": None}
     facts = [file_facts(root, add) for add in adds]
     violations = validate(profile, metadata, protocol, previous, files=facts)
     if not violations:
-        return {"ok": True}
+        return {"ok": True, "profile": profile}
     known = {a.path for a in before.add_files} if before is not None else set()
     delete = []
     for add in adds:
         local = resolve_data_path(root, add.path)
         if add.path not in known and local is not None:
             delete.append(str(local))
-    return _refusal(violations, f"in commit {version} of {root}", delete)
+    return _refusal(profile, violations, f"in commit {version} of {root}", delete)
 
 
 _OPS = {

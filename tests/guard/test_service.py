@@ -50,7 +50,7 @@ def test_no_profile_means_no_change() -> None:
         "creating": True,
         "new_metadata": _meta(SCHEMA, {}),
     }
-    assert service.handle(req) == {"ok": True, "metadata": None}
+    assert service.handle(req) == {"ok": True, "profile": None, "metadata": None}
 
 
 @pytest.mark.parametrize("profile", ["writer-v1", "writer-v3"])
@@ -114,7 +114,7 @@ def test_check_commit_without_profile_passes(tmp_path: Path) -> None:
     commit = [json.dumps({"protocol": Protocol(1, 2).to_json()}), json.dumps({"metaData": _meta(SCHEMA, {})})]
     assert service.handle(
         {"op": "check_commit", "table": str(tmp_path), "version": 0, "actions": commit}
-    ) == {"ok": True}
+    ) == {"ok": True, "profile": None}
 
 
 def test_check_commit_refusal_lists_only_new_files_inside_the_root(tmp_path: Path) -> None:

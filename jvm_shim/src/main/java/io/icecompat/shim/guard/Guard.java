@@ -157,6 +157,18 @@ public final class Guard {
     return JSON.writeValueAsString(out);
   }
 
+  /**
+   * Refuses when the rule service found a profile for this write (the session's, or one the table
+   * declares) and the guard is missing a piece: such a write must not land half-checked. Writes
+   * no profile applies to are not guarded writes and pass.
+   */
+  private static void requireCompleteFor(SparkSession spark, JsonNode res) {
+    String profile = res.path("profile").asText("");
+    if (!profile.isEmpty() && !"null".equals(profile)) {
+      requireComplete(spark);
+    }
+  }
+
   private static void requireComplete(SparkSession spark) {
     List<String> missing = missing(spark);
     if (!missing.isEmpty()) {
@@ -181,7 +193,6 @@ public final class Guard {
     if (trusted() || !guarded(spark)) {
       return newMetadata;
     }
-    requireComplete(spark);
     try {
       ObjectNode req = JSON.createObjectNode();
       req.put("op", "plan_metadata");
@@ -195,6 +206,7 @@ public final class Guard {
       req.set("new_metadata", JSON.readTree(newMetadata.json()).get("metaData"));
       JsonNode res = RuleService.get(python(spark)).call(req);
       refuseIfViolated(res);
+      requireCompleteFor(spark, res);
       JsonNode planned = res.get("metadata");
       if (planned == null || planned.isNull()) {
         return newMetadata;
@@ -218,7 +230,6 @@ public final class Guard {
     if (trusted() || !guarded(spark)) {
       return;
     }
-    requireComplete(spark);
     Path logDir = commitFile.getParent();
     Path root = logDir.getParent();
     String name = commitFile.getName();
@@ -231,14 +242,14 @@ public final class Guard {
     ArrayNode lines = req.putArray("actions");
     actions.forEach(lines::add);
     JsonNode res = RuleService.get(python(spark)).call(req);
-    if (res.path("ok").asBoolean(false)) {
-      return;
+    if (!res.path("ok").asBoolean(false)) {
+      FileSystem fs = root.getFileSystem(hadoopConf);
+      for (JsonNode p : res.path("delete")) {
+        fs.delete(new Path(p.asText()), false);
+      }
+      refuseIfViolated(res);
     }
-    FileSystem fs = root.getFileSystem(hadoopConf);
-    for (JsonNode p : res.path("delete")) {
-      fs.delete(new Path(p.asText()), false);
-    }
-    refuseIfViolated(res);
+    requireCompleteFor(spark, res);
   }
 
   private static void refuseIfViolated(JsonNode res) throws IOException {
