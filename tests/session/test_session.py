@@ -73,11 +73,17 @@ def test_configure_appends_to_user_jars_and_extensions(tmp_path: Path) -> None:
     assert opts["spark.sql.extensions"].split(",") == [
         "com.example.TeamExtension",
         session_mod.DELTA_EXTENSION,
+        session_mod.GUARD_EXTENSION,
     ]
     assert opts["spark.master"] == "local[1]", "a user's own setting must win over lean defaults"
     # idempotent: configuring twice adds nothing twice
     icecompat_writer.configure(builder)
     assert builder._options["spark.jars"].split(",") == jars
+    assert builder._options["spark.sql.extensions"].split(",") == [
+        "com.example.TeamExtension",
+        session_mod.DELTA_EXTENSION,
+        session_mod.GUARD_EXTENSION,
+    ]
 
 
 def test_configure_keeps_users_catalog(tmp_path: Path) -> None:
