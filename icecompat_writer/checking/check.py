@@ -342,7 +342,7 @@ class Report:
 
 def _selected_indexes(snapshot: Snapshot, kind: str, n: int) -> range | set[int]:
     """Which live files get their footer read; a sample is seeded by the version (reproducible)."""
-    total = len(snapshot.add_files)
+    total = len(snapshot.files)
     if kind == "none":
         return range(0)
     if kind == "sample" and n < total:
@@ -362,7 +362,8 @@ def _outside_findings(snapshot: Snapshot) -> list[CheckFinding]:
     """
     root = str(snapshot.table_root)
     out: list[CheckFinding] = []
-    for add in snapshot.add_files:
+    files = snapshot.files
+    for add in files.get_many(files.outside_root()):
         if resolve_data_path_text(root, add.path) is None:
             out.append(
                 CheckFinding(
@@ -457,21 +458,39 @@ def _claims(add: AddFile) -> DataFileFacts:
     )
 
 
+def _claimed_facts(snapshot: Snapshot, selected: range | set[int]) -> dict[int, DataFileFacts]:
+    """The claims (:func:`_claims`) of the files the file rules can say something about, by index.
+
+    Those are the files whose footers are read and the files whose claims alone break a rule: no
+    ``numRecords``, or a deletion vector. For any other file every file rule is silent (a rule that
+    reads a footer skips a file without one), so its facts need not exist: at 100,000 files, building
+    them all would cost more than the rest of a ``files="none"`` check. The columns find both kinds
+    without building an AddFile; a test holds every file rule of the catalog to this.
+    """
+    files = snapshot.files
+    wanted = set(selected)
+    wanted.update(files.missing_num_records())
+    wanted.update(files.with_deletion_vectors())
+    indices = sorted(wanted)
+    return {i: _claims(add) for i, add in zip(indices, files.get_many(indices), strict=True)}
+
+
 def _read_footers(
     snapshot: Snapshot,
-    facts: list[DataFileFacts],
+    facts: dict[int, DataFileFacts],
     selected: range | set[int],
     progress: Callable[[int, int], None] | None,
 ) -> tuple[list[CheckFinding], int]:
     """Add the footers of the selected files to ``facts`` (in place); their findings, and how many read."""
-    adds = snapshot.add_files
     root = str(snapshot.table_root)
     real_root = os.path.realpath(root)
     findings: list[CheckFinding] = []
     total = len(selected)
     read = 0
-    for done, i in enumerate(sorted(selected), 1):
-        footer, problem = _read_data_file(root, real_root, adds[i])
+    order = sorted(selected)
+    adds = snapshot.files.get_many(order)
+    for done, (i, add) in enumerate(zip(order, adds, strict=True), 1):
+        footer, problem = _read_data_file(root, real_root, add)
         if footer is not None:
             facts[i] = dataclasses.replace(facts[i], footer=footer)
             read += 1
@@ -513,7 +532,8 @@ def check_table(
     # nothing. Footer reading, I/O-bound and possibly long, runs with the collector on.
     with gc_paused():
         snapshot = read_snapshot(path, version)
-        facts = [_claims(add) for add in snapshot.add_files]
+        selected = _selected_indexes(snapshot, kind, n)
+        facts = _claimed_facts(snapshot, selected)
     declared = declared_profile(snapshot.metadata.configuration)
     chosen = profile or declared
 
@@ -522,12 +542,12 @@ def check_table(
     ]
     if len(findings) != len(snapshot.findings):
         findings.extend(_outside_findings(snapshot))
-    selected = _selected_indexes(snapshot, kind, n)
     file_findings, read = _read_footers(snapshot, facts, selected, progress)
     findings.extend(file_findings)
+    file_facts = list(facts.values())  # in file order
 
     def run(p: str) -> list[Violation]:
-        return validate(p, snapshot.metadata, snapshot.protocol, None, files=facts)
+        return validate(p, snapshot.metadata, snapshot.protocol, None, files=file_facts)
 
     candidates: dict[str, int] = {}
     if chosen is None:
@@ -546,7 +566,7 @@ def check_table(
         declared=declared,
         violations=tuple(violations),
         findings=tuple(findings),
-        files_total=len(snapshot.add_files),
+        files_total=len(snapshot.files),
         files_checked=read,
         candidates=candidates,
         files_selected=len(selected),

@@ -1,6 +1,7 @@
 """Reading a Delta table's log without Spark: actions, log replay, snapshots."""
 
 from .actions import Metadata, Protocol, TableState, TableStateLike
+from .columnar import LiveFiles
 from .files import AddFile, DeletionVectorDescriptor
 from .findings import FindingCode, LogFinding
 from .paths import resolve_data_path
@@ -10,6 +11,7 @@ __all__ = [
     "AddFile",
     "DeletionVectorDescriptor",
     "FindingCode",
+    "LiveFiles",
     "LogFinding",
     "Metadata",
     "Protocol",

@@ -1,18 +1,26 @@
 """Reading the two file formats of a Delta log: newline-delimited JSON and checkpoint Parquet.
 
-Both readers hand back actions in one shape, the JSON one (``{"add": {...}}`` becomes ``("add",
-{...})``), so reconciliation has a single code path whatever file an action came from. Checkpoint
-Parquet is read with pyarrow, projecting only the action columns replay needs and, inside ``add``, only
-the fields an AddFile has (never ``stats_parsed``/``partitionValues_parsed``, which can be wider than
-everything else together); ``remove`` rows of a checkpoint are tombstones for VACUUM and are not read at
-all. Conversion to Python is done column by column on the valid rows only: that is what keeps a
-100,000-file checkpoint in the second range.
+Actions other than ``add``/``remove`` come back in the JSON shape (``{"txn": {...}}`` becomes
+``("txn", {...})``). File actions, nearly all of a big log, come back as Arrow rows of
+:data:`~.columnar.FILE_ACTIONS_SCHEMA` wherever that is exact, so that replay never builds a Python
+object per file:
+
+* checkpoint Parquet is read with pyarrow, projecting only the action columns replay needs and, inside
+  ``add``, only the fields an AddFile has (never ``stats_parsed``/``partitionValues_parsed``, which can
+  be wider than everything else together). The ``add`` column is cast to the canonical types; only a
+  checkpoint whose types cannot be held exactly there is converted to dicts, column by column.
+  ``remove`` rows of a checkpoint are tombstones for VACUUM and are not read at all;
+* in a JSON file with many ``add``/``remove`` lines, those lines are parsed by pyarrow.json and the
+  others by ``json.loads``. Whatever the columnar parse cannot reproduce exactly (a damaged line, an
+  unusual value: see :func:`~.columnar.json_file_actions`) sends the whole file down the line-by-line
+  path, which is the reference and turns damaged lines into findings.
 """
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,10 +28,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .columnar import CONTENT_FIELDS, checkpoint_adds, json_file_actions
 from .findings import FindingCode, LogFinding
 
 __all__ = [
     "ADD_FIELDS",
+    "COLUMNAR_MIN_LINES",
     "NON_FILE_ACTIONS",
     "JsonActions",
     "ParquetActions",
@@ -33,19 +43,7 @@ __all__ = [
 ]
 
 # Fields of ``add`` that AddFile carries; read from checkpoints when present in the file's schema.
-ADD_FIELDS: tuple[str, ...] = (
-    "path",
-    "partitionValues",
-    "size",
-    "modificationTime",
-    "dataChange",
-    "stats",
-    "tags",
-    "deletionVector",
-    "baseRowId",
-    "defaultRowCommitVersion",
-    "clusteringProvider",
-)
+ADD_FIELDS: tuple[str, ...] = tuple(f.name for f in CONTENT_FIELDS)
 # Checkpoint columns that hold one action each and are few per file.
 NON_FILE_ACTIONS: tuple[str, ...] = (
     "protocol",
@@ -56,22 +54,36 @@ NON_FILE_ACTIONS: tuple[str, ...] = (
     "sidecar",
 )
 _BATCH_ROWS = 65_536
+COLUMNAR_MIN_LINES = 200
+"""A JSON file with at least this many ``add``/``remove`` lines has them parsed by pyarrow.json;
+below that, ``json.loads`` per line costs no more and the actions are kept as dicts."""
+# How Delta writers start a line holding one add or remove; other lines are read with json.loads.
+_FILE_ACTION_PREFIXES = (b'{"add":{', b'{"remove":{')
 
 
 @dataclass
 class JsonActions:
-    """The actions of one JSON log file, in file order, and the lines that could not be used."""
+    """The actions of one JSON log file, in file order, and the lines that could not be used.
+
+    When ``files`` is set, it holds the file's ``add``/``remove`` actions (in file order) and
+    ``actions`` every other action; otherwise ``actions`` holds all of them.
+    """
 
     actions: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     findings: list[LogFinding] = field(default_factory=list)
+    files: pa.RecordBatch | None = None
 
 
 @dataclass
 class ParquetActions:
-    """The actions of one checkpoint Parquet file: non-file actions, then the ``add`` objects."""
+    """The actions of one checkpoint Parquet file: non-file actions, then the ``add`` rows.
+
+    ``adds`` holds, in file order, batches of file-action rows or, for a file whose ``add`` types
+    the canonical schema cannot hold exactly, lists of ``add`` objects as dicts.
+    """
 
     non_file: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    adds: list[dict[str, Any]] = field(default_factory=list)
+    adds: list[pa.RecordBatch | list[dict[str, Any]]] = field(default_factory=list)
 
 
 def iter_json_lines(path: Path) -> Iterator[tuple[int, bytes]]:
@@ -89,10 +101,49 @@ def read_json_actions(path: Path, display_name: str) -> JsonActions:
     the rest of the log. A line may in principle carry several actions; each key is one action.
     ``OSError`` from opening the file propagates (the caller decides what a missing file means).
     """
+    with open(path, "rb") as fh:
+        data = fh.read()
+    # Lines exactly as iterating the open file gives them (split after b"\n" only).
+    lines = [(number, raw) for number, raw in enumerate(io.BytesIO(data), start=1) if raw.strip()]
+    routed: list[bytes] = []
+    others: list[tuple[int, bytes]] = []
+    for number, raw in lines:
+        if raw.startswith(_FILE_ACTION_PREFIXES):
+            routed.append(raw)
+        else:
+            others.append((number, raw))
+    if len(routed) >= COLUMNAR_MIN_LINES:
+        columnar = _read_columnar(routed, others, display_name)
+        if columnar is not None:
+            return columnar
+    return _read_lines(lines, display_name)
+
+
+def _read_columnar(
+    routed: list[bytes], others: list[tuple[int, bytes]], display_name: str
+) -> JsonActions | None:
+    """File-action lines through pyarrow.json, the rest line by line; None: read it all line by line."""
+    data = b"".join(routed)
+    if not data.isascii():
+        try:
+            data.decode("utf-8")  # pyarrow does not check; json.loads refuses what this refuses
+        except UnicodeDecodeError:
+            return None
+    files = json_file_actions(data, len(routed))
+    if files is None:
+        return None
+    out = _read_lines(others, display_name)
+    if any(name == "add" or name == "remove" for name, _ in out.actions):
+        return None  # a file action on a line of another shape: keep the order of file actions exact
+    out.files = files
+    return out
+
+
+def _read_lines(lines: Iterable[tuple[int, bytes]], display_name: str) -> JsonActions:
     out = JsonActions()
     append = out.actions.append
     loads = json.loads
-    for number, raw in iter_json_lines(path):
+    for number, raw in lines:
         try:
             obj = loads(raw)
         except ValueError as e:
@@ -139,6 +190,7 @@ def read_parquet_actions(path: Path, *, with_adds: bool = True) -> ParquetAction
     the caller turns it into a finding and a fallback.
     """
     out = ParquetActions()
+    as_dicts = False
     pf = pq.ParquetFile(path)
     try:
         schema = pf.schema_arrow
@@ -163,7 +215,13 @@ def read_parquet_actions(path: Path, *, with_adds: bool = True) -> ParquetAction
                 for row in valid.to_pylist():
                     out.non_file.append((name, _maps_to_dicts(row, valid.type)))
             if add_fields:
-                out.adds.extend(_adds_from_column(batch.column("add"), add_fields))
+                column = batch.column("add")
+                rows = None if as_dicts else checkpoint_adds(column)
+                if rows is None:  # a type the canonical schema cannot hold exactly: dicts, as JSON reads
+                    as_dicts = True
+                    out.adds.append(_adds_from_column(column, add_fields))
+                else:
+                    out.adds.append(rows)
     finally:
         pf.close()
     return out

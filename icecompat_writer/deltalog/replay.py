@@ -14,7 +14,9 @@ leniently, with every gap reported. Each step leaves a finding, so the checker c
 Reconciliation ("Action Reconciliation"): latest protocol and metaData win; logical files are keyed by
 ``(path, deletionVector.uniqueId)``, the newest action per key wins and a remove deletes the key; the
 latest ``txn`` per appId wins; the latest ``domainMetadata`` per domain wins and a ``removed`` one
-deletes it. Actions of a commit are applied in file order, as delta-spark does.
+deletes it. Actions of a commit are applied in file order, as delta-spark does. File actions are
+collected as Arrow rows in log order and reconciled at the end in one vectorized pass
+(:func:`~.columnar.reconcile`); the others are applied one by one as they come.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import pyarrow as pa
 
 from icecompat_writer.errors import TableReadError
 
-from .files import dv_unique_id
+from .columnar import FILE_ACTIONS_SCHEMA, line_dv_key, line_rows, only_adds, reconcile
 from .findings import FindingCode, LogFinding
 from .paths import (
     DELTA_LOG_DIR,
@@ -50,7 +52,6 @@ __all__ = [
     "replay",
 ]
 
-FileKey = tuple[str, str | None]
 # Order of preference among checkpoints of one version: V2 (UUID-named) first, multi-part last.
 _KIND_RANK = {
     LogFileKind.UUID_CHECKPOINT: 0,
@@ -131,12 +132,18 @@ def list_log(table_root: Path) -> LogListing:
 
 @dataclass
 class ReplayResult:
-    """Reconciled raw actions (JSON shape) of one version, before they are typed."""
+    """Reconciled actions of one version, before they are typed.
+
+    ``files`` holds the live files as rows of :data:`~.columnar.FILE_ACTIONS_SCHEMA`, in dict order
+    (see :func:`~.columnar.reconcile`); a row whose ``raw`` is set stands for ``raw_adds[raw]``, an
+    ``add`` object as the log wrote it. Everything else is in the log's JSON shape.
+    """
 
     version: int
     protocol: dict[str, Any] | None
     metadata: dict[str, Any] | None
-    adds: dict[FileKey, dict[str, Any]]
+    files: pa.Table
+    raw_adds: list[dict[str, Any]]
     txns: dict[str, int]
     domains: dict[str, str]
     commit_info: dict[str, Any] | None
@@ -152,13 +159,53 @@ class _CheckpointDamaged(Exception):
         self.finding = finding
 
 
+class _FileActions:
+    """File actions in log order: Arrow batches, and actions read as dicts turned into rows."""
+
+    def __init__(self) -> None:
+        self.batches: list[pa.RecordBatch] = []
+        self.raw_adds: list[dict[str, Any]] = []
+        self._kinds: list[int] = []
+        self._paths: list[str] = []
+        self._dv_keys: list[str] = []
+        self._raws: list[int | None] = []
+
+    def add(self, path: str, dv: Any, action: dict[str, Any]) -> None:
+        self._kinds.append(1)
+        self._paths.append(path)
+        self._dv_keys.append(line_dv_key(dv))
+        self._raws.append(len(self.raw_adds))
+        self.raw_adds.append(action)
+
+    def remove(self, path: str, dv: Any) -> None:
+        self._kinds.append(0)
+        self._paths.append(path)
+        self._dv_keys.append(line_dv_key(dv))
+        self._raws.append(None)
+
+    def extend(self, batch: pa.RecordBatch) -> None:
+        self._flush()
+        if batch.num_rows:
+            self.batches.append(batch)
+
+    def _flush(self) -> None:
+        if self._kinds:
+            self.batches.append(line_rows(self._kinds, self._paths, self._dv_keys, self._raws))
+            self._kinds, self._paths, self._dv_keys, self._raws = [], [], [], []
+
+    def live(self) -> pa.Table:
+        """The reconciled live rows."""
+        self._flush()
+        return reconcile(pa.Table.from_batches(self.batches, schema=FILE_ACTIONS_SCHEMA))
+
+
 class _State:
-    """The reconciliation state while replaying, in the log's own JSON shapes."""
+    """The reconciliation state while replaying: non-file actions in the log's own JSON shapes."""
 
     def __init__(self) -> None:
         self.protocol: dict[str, Any] | None = None
         self.metadata: dict[str, Any] | None = None
-        self.adds: dict[FileKey, dict[str, Any]] = {}
+        self.files = _FileActions()
         self.txns: dict[str, int] = {}
         self.domains: dict[str, str] = {}
         self.commit_info: dict[str, Any] | None = None
@@ -171,7 +218,7 @@ class _State:
         *,
         capture_commit_info: bool = False,
     ) -> None:
-        adds = self.adds
+        files = self.files
         for name, a in actions:
             if name == "add" or name == "remove":
                 path = a.get("path")
@@ -185,11 +232,10 @@ class _State:
                         )
                     )
                     continue
-                key = (path, None if dv is None else dv_unique_id(dv))
                 if name == "add":
-                    adds[key] = a
+                    files.add(path, dv, a)
                 else:
-                    adds.pop(key, None)
+                    files.remove(path, dv)
             elif name == "metaData":
                 self.metadata = a
             elif name == "protocol":
@@ -220,15 +266,17 @@ class _State:
                     self.commit_info = a
             # cdc, checkpointMetadata, sidecar and unknown actions do not take part in replay.
 
-    def add_checkpoint_files(self, adds: list[dict[str, Any]]) -> None:
-        """Adds of a checkpoint: already reconciled, so each simply takes its key."""
-        target = self.adds
-        for a in adds:
-            path = a.get("path")
-            if not isinstance(path, str):
+    def add_checkpoint_files(self, adds: list[pa.RecordBatch | list[dict[str, Any]]]) -> None:
+        """Adds of a checkpoint (rows, or dicts): already reconciled, so each simply takes its key."""
+        files = self.files
+        for part in adds:
+            if isinstance(part, pa.RecordBatch):
+                files.extend(part)
                 continue
-            dv = a.get("deletionVector")
-            target[(path, None if dv is None else dv_unique_id(dv))] = a
+            for a in part:
+                path = a.get("path")
+                if isinstance(path, str):
+                    files.add(path, a.get("deletionVector"), a)
 
 
 def replay(listing: LogListing, version: int | None = None) -> ReplayResult:
@@ -317,7 +365,8 @@ def replay(listing: LogListing, version: int | None = None) -> ReplayResult:
         version=target,
         protocol=state.protocol,
         metadata=state.metadata,
-        adds=state.adds,
+        files=state.files.live(),
+        raw_adds=state.files.raw_adds,
         txns=state.txns,
         domains=state.domains,
         commit_info=state.commit_info,
@@ -386,6 +435,8 @@ def _apply_commit(
         return
     findings.extend(read.findings)
     state.apply(read.actions, display, findings, capture_commit_info=lf.version == target)
+    if read.files is not None:
+        state.files.extend(read.files)
 
 
 def _apply_compaction(
@@ -428,6 +479,8 @@ def _apply_compaction(
         return
     findings.extend(read.findings)
     state.apply(read.actions, display, findings)
+    if read.files is not None:
+        state.files.extend(read.files)
 
 
 def _read_checkpoint(
@@ -445,7 +498,7 @@ def _read_checkpoint(
     is used.
     """
     non_file: list[tuple[str, dict[str, Any]]] = []
-    adds: list[dict[str, Any]] = []
+    adds: list[pa.RecordBatch | list[dict[str, Any]]] = []
     sidecars: list[dict[str, Any]] = []
     local: list[LogFinding] = []
 
@@ -470,9 +523,13 @@ def _read_checkpoint(
                     f"{read.findings[0].line}",
                     display,
                 )
+            if read.files is not None:
+                adds.append(only_adds(read.files))
+            as_dicts: list[dict[str, Any]] = []
+            adds.append(as_dicts)
             for name, a in read.actions:
                 if name == "add":
-                    adds.append(a)
+                    as_dicts.append(a)
                 elif name == "sidecar":
                     sidecars.append(a)
                 elif name != "remove":

@@ -2,8 +2,9 @@
 
 This is what the checker audits: protocol, metadata, the live files with what their AddFiles claim,
 application transaction ids, metadata domains, and the findings met on the way. The typed result is
-built from replay.py's reconciled raw actions; every live AddFile path is checked against the table
-root here, so a file outside the table is reported once and never opened by anyone downstream.
+built from replay.py's reconciled actions; the live files stay columnar (:class:`~.columnar.LiveFiles`)
+and every live AddFile path is checked against the table root here, so a file outside the table is
+reported once and never opened by anyone downstream.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -18,7 +20,8 @@ from typing import Any
 from icecompat_writer.errors import TableReadError
 
 from .actions import Metadata, Protocol, TableState
-from .files import AddFile, parse_num_records
+from .columnar import LiveFiles, build_live_files
+from .files import AddFile
 from .findings import FindingCode, LogFinding
 from .paths import (
     DELTA_LOG_DIR,
@@ -26,7 +29,6 @@ from .paths import (
     commit_file_name,
     list_log_files,
     resolve_data_path,
-    resolve_data_path_text,
     table_root_path,
 )
 from .readers import iter_json_lines
@@ -39,24 +41,32 @@ __all__ = ["Snapshot", "list_versions", "read_commit", "read_snapshot"]
 class Snapshot:
     """The reconciled state of a Delta table at ``version``.
 
-    ``add_files`` are the live logical files in log order (checkpoint first, then commits).
-    ``txns`` maps appId to the latest transaction version; ``domain_metadata`` maps each live domain to
-    its configuration string. ``in_commit_timestamp`` is the ``inCommitTimestamp`` of this version's
-    commitInfo, when the commit has one. ``checkpoint_version`` is the checkpoint replay started from
-    (None: from version 0). ``findings`` lists the problems the reader met and survived.
+    ``files`` are the live logical files in log order (checkpoint first, then commits), kept as
+    columns: a sequence of :class:`AddFile` that builds each object when it is asked for, with
+    queries that need none (``missing_num_records()``, ``with_deletion_vectors()``, ...).
+    ``add_files`` is the same as a tuple of AddFiles, built on first use. ``txns`` maps appId to the
+    latest transaction version; ``domain_metadata`` maps each live domain to its configuration
+    string. ``in_commit_timestamp`` is the ``inCommitTimestamp`` of this version's commitInfo, when
+    the commit has one. ``checkpoint_version`` is the checkpoint replay started from (None: from
+    version 0). ``findings`` lists the problems the reader met and survived.
     """
 
     table_root: Path
     version: int
     protocol: Protocol
     metadata: Metadata
-    add_files: tuple[AddFile, ...]
+    files: LiveFiles
     txns: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     domain_metadata: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     in_commit_timestamp: int | None = None
     commit_info: Mapping[str, Any] | None = None
     checkpoint_version: int | None = None
     findings: tuple[LogFinding, ...] = ()
+
+    @cached_property
+    def add_files(self) -> tuple[AddFile, ...]:
+        """Every live AddFile, in log order (built from ``files`` on first use)."""
+        return self.files.to_tuple()
 
     @property
     def state(self) -> TableState:
@@ -100,47 +110,8 @@ def read_snapshot(table_root: str | Path, version: int | None = None) -> Snapsho
             f"cannot read {root} at version {result.version}: malformed protocol/metadata: {e}"
         ) from e
 
-    add_files: list[AddFile] = []
-    root_text = str(root)
-    for raw in result.adds.values():
-        try:
-            add = AddFile.from_json(raw)
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            findings.append(
-                LogFinding(
-                    FindingCode.INVALID_ACTION,
-                    f"live add for {raw.get('path')!r} is malformed ({e}); it was left out",
-                )
-            )
-            continue
-        if add.stats and add.num_records is None and not parse_num_records(add.stats)[1]:
-            findings.append(
-                LogFinding(
-                    FindingCode.UNPARSEABLE_STATS,
-                    f"stats of {add.path!r} are not a JSON object; numRecords unknown",
-                )
-            )
-        if resolve_data_path_text(root_text, add.path) is None:
-            findings.append(
-                LogFinding(
-                    FindingCode.PATH_OUTSIDE_TABLE,
-                    f"data file path {add.path!r} resolves outside the table root; it will not be opened",
-                )
-            )
-        dv = add.deletion_vector
-        if (
-            dv is not None
-            and dv.storage_type == "p"
-            and resolve_data_path_text(root_text, dv.path_or_inline_dv) is None
-        ):
-            findings.append(
-                LogFinding(
-                    FindingCode.PATH_OUTSIDE_TABLE,
-                    f"deletion vector of {add.path!r} is stored outside the table root "
-                    f"({dv.path_or_inline_dv!r}); it will not be opened",
-                )
-            )
-        add_files.append(add)
+    files, file_findings = build_live_files(result.files, result.raw_adds, str(root))
+    findings.extend(file_findings)
 
     commit_info = result.commit_info
     ict = commit_info.get("inCommitTimestamp") if commit_info is not None else None
@@ -151,7 +122,7 @@ def read_snapshot(table_root: str | Path, version: int | None = None) -> Snapsho
         version=result.version,
         protocol=protocol,
         metadata=metadata,
-        add_files=tuple(add_files),
+        files=files,
         txns=MappingProxyType(dict(result.txns)),
         domain_metadata=MappingProxyType(dict(result.domains)),
         in_commit_timestamp=ict,

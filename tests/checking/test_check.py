@@ -32,6 +32,7 @@ from icecompat_writer.checking.check import (
     violation_file,
 )
 from icecompat_writer.cli.main import main
+from icecompat_writer.deltalog.actions import Metadata
 from icecompat_writer.errors import IcecompatError, TableReadError, Violation
 from icecompat_writer.planning import UnknownProfileError
 from icecompat_writer.rules.catalog import CATALOG, RULES_BY_ID
@@ -414,6 +415,75 @@ def test_the_checkers_claims_are_exactly_what_file_facts_builds() -> None:
     bare = AddFile.from_json({"path": "g.parquet"})
     for add in (full, bare):
         assert _claims(add) == file_facts("/nowhere", add, read_footer=False)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_file_rules_say_nothing_about_a_file_with_numrecords_no_dv_and_no_footer(
+    profile: str, partitioned: bool
+) -> None:
+    """What lets check_table build facts only for some files: for any other file (numRecords
+    present, no deletion vector, footer not read) every file rule of the catalog is silent, whatever
+    its other claims say. A new file rule that reads other claims must change _claimed_facts."""
+    from icecompat_writer.facts import DataFileFacts
+    from icecompat_writer.planning import plan, validate
+    from icecompat_writer.rules.model import Scope
+    from tests.cli.synthetic import LOGICAL_SCHEMA
+
+    logical = Metadata(
+        schema_string=json.dumps(LOGICAL_SCHEMA),
+        partition_columns=("name",) if partitioned else (),
+        configuration={} if profile == "writer-v1" else {"delta.enableRowTracking": "true"},
+    )
+    planned = plan(profile, logical)
+    odd = [
+        DataFileFacts("a.parquet", num_records=0, has_stats=True),
+        DataFileFacts("../b.parquet", {"zzz": None}, 5, False, None, None, False, None, "unreadable"),
+        DataFileFacts("c.parquet", {"name": "x"}, -1, True, -5, 2**70, False),
+    ]
+    for p in PROFILES:
+        assert validate(p, planned.metadata, planned.protocol, files=odd, scopes={Scope.FILE}) == []
+    flagged = [
+        DataFileFacts("d.parquet", num_records=None, has_stats=True),
+        DataFileFacts("e.parquet", num_records=3, has_deletion_vector=True),
+    ]
+    found = [
+        v
+        for p in PROFILES
+        for v in validate(p, planned.metadata, planned.protocol, files=flagged, scopes={Scope.FILE})
+    ]
+    assert {violation_file(v) for v in found} == {"d.parquet", "e.parquet"}
+
+
+@pytest.mark.parametrize("files", ["none", "sample:2", "all"])
+@pytest.mark.parametrize("profile", ["v3", "writer-v1"])
+def test_check_table_finds_what_validating_every_files_claims_finds(
+    tmp_path: Path, files: str, profile: str
+) -> None:
+    from icecompat_writer.checking.check import _claims
+    from icecompat_writer.deltalog import read_snapshot
+    from icecompat_writer.planning import validate
+
+    extra = [
+        lb.add("nostats.parquet", num_records=None),
+        lb.add("dv.parquet", deletion_vector=lb.dv()),
+        lb.add("../outside.parquet"),
+        lb.add("fine.parquet"),
+    ]
+    build_table(tmp_path, "v3", files=4, extra_adds=extra)
+    report = check_table(tmp_path, profile, files=files)
+    snap = read_snapshot(tmp_path)
+    everything = validate(profile, snap.metadata, snap.protocol, files=[_claims(a) for a in snap.add_files])
+    if files == "none":  # no footer read: the claims are all the file rules see
+        assert list(report.violations) == everything
+    claims = {"num_records_present", "no_deletion_vector_files"}
+    got = [v for v in report.violations if RULES_BY_ID[v.rule].kind in claims]
+    assert got == [v for v in everything if RULES_BY_ID[v.rule].kind in claims]
+    assert {violation_file(v) for v in got} == (
+        {"nostats.parquet", "dv.parquet"} if profile == "writer-v1" else {"nostats.parquet"}
+    )
+    assert report.files_total == len(snap.add_files) == 8
+    assert ("path_outside_table", "../outside.parquet") in codes_of(report)
 
 
 def test_a_check_finding_from_the_log_keeps_place_and_severity() -> None:
