@@ -39,10 +39,12 @@ __all__ = [
     "CheckFinding",
     "Report",
     "Severity",
+    "SnapshotFacts",
     "check_table",
     "declared_profile",
     "parse_files_option",
     "reports_to_json",
+    "snapshot_facts",
     "violation_file",
 ]
 
@@ -484,6 +486,49 @@ def _read_footers(
     return findings, read
 
 
+@dataclass(frozen=True)
+class SnapshotFacts:
+    """What the checker sees of a snapshot's live files: one :class:`DataFileFacts` per AddFile (in the
+    snapshot's order; with its footer when read), and the findings of the log and the files."""
+
+    facts: list[DataFileFacts]
+    findings: tuple[CheckFinding, ...]
+    files_selected: int
+    files_read: int
+
+    @property
+    def errors(self) -> tuple[CheckFinding, ...]:
+        return tuple(f for f in self.findings if f.blocking)
+
+
+def snapshot_facts(
+    snapshot: Snapshot,
+    *,
+    files: str = "all",
+    progress: Callable[[int, int], None] | None = None,
+) -> SnapshotFacts:
+    """The facts the file rules are evaluated on, for every live file of ``snapshot``.
+
+    The AddFile claims of every file are taken; the footers of the files ``files`` selects (``all``,
+    ``none``, ``sample:N``) are read, never leaving the table root. Used by :func:`check_table`, and by
+    the upgrade to judge the files against the metadata it is about to commit.
+    """
+    from icecompat_writer.rules.perf import gc_paused
+
+    kind, n = parse_files_option(files)
+    with gc_paused():
+        facts = [_claims(add) for add in snapshot.add_files]
+    findings = [
+        CheckFinding.from_log(f) for f in snapshot.findings if f.code is not FindingCode.PATH_OUTSIDE_TABLE
+    ]
+    if len(findings) != len(snapshot.findings):
+        findings.extend(_outside_findings(snapshot))
+    selected = _selected_indexes(snapshot, kind, n)
+    file_findings, read = _read_footers(snapshot, facts, selected, progress)
+    findings.extend(file_findings)
+    return SnapshotFacts(facts, tuple(findings), len(selected), read)
+
+
 def check_table(
     path: str | Path,
     profile: str | None = None,
@@ -505,7 +550,7 @@ def check_table(
     from icecompat_writer.planning import PROFILES, get_profile, validate
     from icecompat_writer.rules.perf import gc_paused
 
-    kind, n = parse_files_option(files)
+    parse_files_option(files)
     if profile is not None:
         get_profile(profile)  # refuse an unknown name before any file is read
     # Replaying a big log allocates hundreds of thousands of small acyclic objects; the cyclic GC
@@ -513,18 +558,10 @@ def check_table(
     # nothing. Footer reading, I/O-bound and possibly long, runs with the collector on.
     with gc_paused():
         snapshot = read_snapshot(path, version)
-        facts = [_claims(add) for add in snapshot.add_files]
     declared = declared_profile(snapshot.metadata.configuration)
     chosen = profile or declared
-
-    findings = [
-        CheckFinding.from_log(f) for f in snapshot.findings if f.code is not FindingCode.PATH_OUTSIDE_TABLE
-    ]
-    if len(findings) != len(snapshot.findings):
-        findings.extend(_outside_findings(snapshot))
-    selected = _selected_indexes(snapshot, kind, n)
-    file_findings, read = _read_footers(snapshot, facts, selected, progress)
-    findings.extend(file_findings)
+    seen = snapshot_facts(snapshot, files=files, progress=progress)
+    facts, findings = seen.facts, list(seen.findings)
 
     def run(p: str) -> list[Violation]:
         return validate(p, snapshot.metadata, snapshot.protocol, None, files=facts)
@@ -547,9 +584,9 @@ def check_table(
         violations=tuple(violations),
         findings=tuple(findings),
         files_total=len(snapshot.add_files),
-        files_checked=read,
+        files_checked=seen.files_read,
         candidates=candidates,
-        files_selected=len(selected),
+        files_selected=seen.files_selected,
         files_option=files.strip().lower(),
         checkpoint_version=snapshot.checkpoint_version,
     )
