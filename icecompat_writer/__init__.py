@@ -18,6 +18,7 @@ from .errors import (
     SetupError,
     SparkConnectNotSupported,
     TableReadError,
+    UpgradeRefused,
     Violation,
 )
 
@@ -34,6 +35,8 @@ _LAZY: dict[str, str] = {
     "WriteResult": ".writing.api",
     "compat": ".writing.wrappers",
     "check_table": ".checking.check",
+    "upgrade_table": ".upgrading.api",
+    "UpgradeResult": ".upgrading.api",
 }
 
 __all__ = [
@@ -45,6 +48,7 @@ __all__ = [
     "SetupError",
     "SparkConnectNotSupported",
     "TableReadError",
+    "UpgradeRefused",
     "Violation",
     "__version__",
     *_LAZY,

@@ -20,6 +20,7 @@ __all__ = [
     "TableExistsError",
     "TableNotFoundError",
     "TableReadError",
+    "UpgradeRefused",
     "Violation",
 ]
 
@@ -109,3 +110,8 @@ class CompatViolation(IcecompatError):
     def rules(self) -> list[str]:
         """The distinct rule ids involved, sorted."""
         return sorted({v.rule for v in self.violations})
+
+
+class UpgradeRefused(CompatViolation):
+    """``upgrade`` will not touch the table: the rewrite it needs would break the table's readers, or
+    it cannot see all of the table. Each violation has an ``UPGRADE-*`` rule (``docs/upgrade.md``)."""

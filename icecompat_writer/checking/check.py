@@ -39,10 +39,12 @@ __all__ = [
     "CheckFinding",
     "Report",
     "Severity",
+    "SnapshotFacts",
     "check_table",
     "declared_profile",
     "parse_files_option",
     "reports_to_json",
+    "snapshot_facts",
     "violation_file",
 ]
 
@@ -503,6 +505,54 @@ def _read_footers(
     return findings, read
 
 
+@dataclass(frozen=True)
+class SnapshotFacts:
+    """What the checker sees of a snapshot's live files: one :class:`DataFileFacts` per AddFile (in the
+    snapshot's order; with its footer when read), and the findings of the log and the files."""
+
+    facts: list[DataFileFacts]
+    findings: tuple[CheckFinding, ...]
+    files_selected: int
+    files_read: int
+
+    @property
+    def errors(self) -> tuple[CheckFinding, ...]:
+        return tuple(f for f in self.findings if f.blocking)
+
+
+def snapshot_facts(
+    snapshot: Snapshot,
+    *,
+    files: str = "all",
+    progress: Callable[[int, int], None] | None = None,
+    every_file: bool = True,
+) -> SnapshotFacts:
+    """The facts the file rules are evaluated on, and the findings of the log and the files.
+
+    The footers of the files ``files`` selects (``all``, ``none``, ``sample:N``) are read, never
+    leaving the table root. With ``every_file`` (the upgrade, which judges each file against the
+    metadata it is about to commit) there is one fact per live file, in the snapshot's order; without
+    it (the checker) only the facts a file rule can fail on are built (:func:`_claimed_facts`).
+    """
+    from icecompat_writer.rules.perf import gc_paused
+
+    kind, n = parse_files_option(files)
+    selected = _selected_indexes(snapshot, kind, n)
+    with gc_paused():
+        if every_file:
+            facts = {i: _claims(add) for i, add in enumerate(snapshot.add_files)}
+        else:
+            facts = _claimed_facts(snapshot, selected)
+    findings = [
+        CheckFinding.from_log(f) for f in snapshot.findings if f.code is not FindingCode.PATH_OUTSIDE_TABLE
+    ]
+    if len(findings) != len(snapshot.findings):
+        findings.extend(_outside_findings(snapshot))
+    file_findings, read = _read_footers(snapshot, facts, selected, progress)
+    findings.extend(file_findings)
+    return SnapshotFacts(list(facts.values()), tuple(findings), len(selected), read)
+
+
 def check_table(
     path: str | Path,
     profile: str | None = None,
@@ -524,7 +574,7 @@ def check_table(
     from icecompat_writer.planning import PROFILES, get_profile, validate
     from icecompat_writer.rules.perf import gc_paused
 
-    kind, n = parse_files_option(files)
+    parse_files_option(files)
     if profile is not None:
         get_profile(profile)  # refuse an unknown name before any file is read
     # Replaying a big log allocates hundreds of thousands of small acyclic objects; the cyclic GC
@@ -532,19 +582,10 @@ def check_table(
     # nothing. Footer reading, I/O-bound and possibly long, runs with the collector on.
     with gc_paused():
         snapshot = read_snapshot(path, version)
-        selected = _selected_indexes(snapshot, kind, n)
-        facts = _claimed_facts(snapshot, selected)
     declared = declared_profile(snapshot.metadata.configuration)
     chosen = profile or declared
-
-    findings = [
-        CheckFinding.from_log(f) for f in snapshot.findings if f.code is not FindingCode.PATH_OUTSIDE_TABLE
-    ]
-    if len(findings) != len(snapshot.findings):
-        findings.extend(_outside_findings(snapshot))
-    file_findings, read = _read_footers(snapshot, facts, selected, progress)
-    findings.extend(file_findings)
-    file_facts = list(facts.values())  # in file order
+    seen = snapshot_facts(snapshot, files=files, progress=progress, every_file=False)
+    file_facts, findings = seen.facts, list(seen.findings)
 
     def run(p: str) -> list[Violation]:
         return validate(p, snapshot.metadata, snapshot.protocol, None, files=file_facts)
@@ -567,9 +608,9 @@ def check_table(
         violations=tuple(violations),
         findings=tuple(findings),
         files_total=len(snapshot.files),
-        files_checked=read,
+        files_checked=seen.files_read,
         candidates=candidates,
-        files_selected=len(selected),
+        files_selected=seen.files_selected,
         files_option=files.strip().lower(),
         checkpoint_version=snapshot.checkpoint_version,
     )

@@ -1,7 +1,7 @@
 """``icecompat``: the command line entry point.
 
-Exit codes follow one convention for every subcommand: 0 success / compliant, 1 violations found,
-2 usage or read errors.
+Exit codes follow one convention for every subcommand: 0 success / compliant, 1 violations found (for
+``upgrade``: refused), 2 usage or read errors.
 """
 
 from __future__ import annotations
@@ -168,6 +168,79 @@ def _print_report(report: Any) -> None:
         console.print(t)
 
 
+def _cmd_upgrade(args: argparse.Namespace) -> int:
+    """Upgrade one table (or, with --dry-run, say what the upgrade would do, without Spark).
+
+    stdout carries the result (one JSON document with --json), or the refusal (exit 1); errors go to
+    stderr (exit 2).
+    """
+    from icecompat_writer.errors import CompatViolation
+    from icecompat_writer.upgrading.api import JSON_FORMAT
+
+    try:
+        result = _run_upgrade(args)
+    except CompatViolation as err:  # UpgradeRefused too: the table was read and will not be upgraded
+        if args.json:
+            refused = {
+                "type": type(err).__name__,
+                "message": str(err).splitlines()[0],
+                "violations": [
+                    {"profile": v.profile, "rule": v.rule, "path": v.path, "message": v.message, "fix": v.fix}
+                    for v in err.violations
+                ],
+            }
+            doc = {
+                "format": JSON_FORMAT,
+                "table": args.table_path,
+                "profile": args.profile,
+                "refused": refused,
+            }
+            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        else:
+            print(f"icecompat upgrade: refused, nothing changed. {err}")
+        return EXIT_VIOLATIONS
+    except IcecompatError as err:
+        return _command_failed("upgrade", args, type(err).__name__, str(err))
+    except Exception as err:  # exit 1 means "refused": a crash must not look like one
+        return _command_failed(
+            "upgrade", args, type(err).__name__, f"internal error while upgrading: {err!r}"
+        )
+    if args.json:
+        sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
+    else:
+        print(result.render_text())
+    return EXIT_OK
+
+
+def _run_upgrade(args: argparse.Namespace) -> Any:
+    """The upgrade itself: a dry run needs no Spark; a real one uses the running session, or starts
+    (and afterwards stops) one of its own."""
+    from icecompat_writer.upgrading.api import upgrade_table
+
+    if args.dry_run:
+        return upgrade_table(None, args.table_path, args.profile, dry_run=True)
+    from pyspark.sql import SparkSession
+
+    from icecompat_writer.sessions import session
+
+    running = SparkSession.getActiveSession()
+    spark = running if running is not None else session("icecompat-upgrade")
+    try:
+        return upgrade_table(spark, args.table_path, args.profile)
+    finally:
+        if running is None:
+            spark.stop()
+
+
+def _command_failed(command: str, args: argparse.Namespace, kind: str, message: str) -> int:
+    """Exit 2 with the reason on stderr; with --json stdout still gets JSON (an ``error`` object)."""
+    print(f"icecompat {command}: {message}", file=sys.stderr)
+    if args.json:
+        error = {"type": kind, "message": message, "table": args.table_path}
+        sys.stdout.write(json.dumps({"error": error}, indent=2) + "\n")
+    return EXIT_ERROR
+
+
 def _guard_rows(spark: Any) -> list[tuple[str, bool, str]]:
     """The session guard's pieces as the running session sees them."""
     from icecompat_writer.jvm import bridge
@@ -310,6 +383,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="data file footers to read: all, none or sample:N (default all)",
     )
     check.set_defaults(func=_cmd_check)
+
+    upgrade = sub.add_parser(
+        "upgrade",
+        help="bring a Delta table to a profile in one commit, rewriting only the files that fall short",
+    )
+    upgrade.add_argument("table_path", metavar="TABLE_PATH")
+    upgrade.add_argument(
+        "--profile", choices=["v3", "writer-v1", "writer-v3"], required=True, help="profile to upgrade to"
+    )
+    upgrade.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the planned changes and the files that would be rewritten; change nothing (no Spark)",
+    )
+    upgrade.add_argument("--json", action="store_true", help="print only JSON on stdout")
+    upgrade.set_defaults(func=_cmd_upgrade)
 
     from icecompat_writer.iceberg.cli import add_arguments as iceberg_arguments
 

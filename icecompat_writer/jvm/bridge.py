@@ -250,6 +250,21 @@ class PendingWrite:
         payload = json.dumps(operation or {})
         return int(call(lambda: self._java.commit(payload)))
 
+    def rewrite(self, request: dict[str, Any]) -> tuple[list[dict[str, Any]], int, int]:
+        """Rewrite files of the read snapshot under the planned state (an upgrade; nothing committed).
+
+        Returns the new files' AddFile objects, how many files are removed and how many are re-added
+        unchanged (for their row ids).
+        """
+        payload = json.dumps(request)
+        out = json.loads(call(lambda: self._java.rewrite(payload)))
+        return list(out["added"]), int(out["removed"]), int(out["recommitted"])
+
+    def commit_upgrade(self, properties: dict[str, str]) -> int:
+        """Commit what :meth:`rewrite` produced as Delta's REORG TABLE UPGRADE UNIFORM operation."""
+        payload = json.dumps(properties)
+        return int(call(lambda: self._java.commitUpgrade(payload)))
+
     def abort(self) -> int:
         """Delete the data files this write created (only those); returns how many were deleted."""
         return int(call(self._java.abort))

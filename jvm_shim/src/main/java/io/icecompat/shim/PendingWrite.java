@@ -7,9 +7,12 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.apache.hadoop.fs.FileSystem;
 import io.icecompat.shim.guard.Guard;
 import org.apache.hadoop.fs.Path;
@@ -17,11 +20,15 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SaveMode;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.delta.DeltaCommitTag;
 import org.apache.spark.sql.delta.DeltaLog;
 import org.apache.spark.sql.delta.DeltaOperations;
 import org.apache.spark.sql.delta.DeltaOptions;
 import org.apache.spark.sql.delta.OptimisticTransaction;
+import org.apache.spark.sql.delta.RowTracking;
 import org.apache.spark.sql.delta.Snapshot;
+import org.apache.spark.sql.delta.SnapshotDescriptor;
 import org.apache.spark.sql.delta.actions.Action;
 import org.apache.spark.sql.delta.actions.AddFile;
 import org.apache.spark.sql.delta.actions.FileAction;
@@ -57,6 +64,7 @@ public final class PendingWrite {
   private scala.Option<String> predicate = scala.Option.empty();
   private boolean written;
   private boolean finished;
+  private boolean preservedRowTracking;
 
   private PendingWrite(SparkSession spark, String location) {
     this.spark = spark;
@@ -204,6 +212,234 @@ public final class PendingWrite {
     out.set("added", added);
     out.put("removed", removed);
     return JSON.writeValueAsString(out);
+  }
+
+  /**
+   * Rewrites data files of the read snapshot under the planned protocol and metadata (an upgrade);
+   * nothing is committed. The rows of exactly the files named are read through Delta (their
+   * deletion vectors applied, their row ids kept when row tracking is enabled), written under the
+   * new metadata, and the originals removed; files named in {@code recommit} are re-added unchanged
+   * so that Delta gives them row ids and commit versions (the row-tracking backfill). Files added
+   * or removed here do not change data ({@code dataChange=false}). Commit with {@link
+   * #commitUpgrade}.
+   *
+   * @param requestJson {@code {"protocol": {..}, "metaData": {..}, "metadataChanged": bool,
+   *     "newTableState": bool, "rewrite": [path..], "recommit": [path..]}}; paths as the log writes
+   *     them. With {@code newTableState} every file is rewritten and the metadata is applied as for
+   *     a replaced table: the only way Delta lets a table's column mapping move to {@code id} mode.
+   * @return {@code {"added": [AddFile...], "removed": n, "recommitted": n}}: the new files only
+   */
+  public String rewrite(String requestJson) throws IOException {
+    Guard.enterTrusted();
+    try {
+      return rewriteTrusted(requestJson);
+    } finally {
+      Guard.exitTrusted();
+    }
+  }
+
+  // Planned by the Python upgrade from the rule catalog: the session guard must not redo it.
+  private String rewriteTrusted(String requestJson) throws IOException {
+    if (written || finished) {
+      throw new IllegalStateException("this PendingWrite has already written its files");
+    }
+    if (txn.readVersion() < 0) {
+      throw new IllegalStateException("there is no Delta table at " + location);
+    }
+    written = true;
+    SparkSession.setActiveSession(spark);
+    JsonNode req = JSON.readTree(requestJson);
+    Metadata metadata = (Metadata) Action.fromJson(wrap("metaData", req.get("metaData")));
+    Protocol protocol = (Protocol) Action.fromJson(wrap("protocol", req.get("protocol")));
+    boolean newTableState = req.path("newTableState").asBoolean(false);
+    Set<String> rewrite = texts(req.path("rewrite"));
+    Set<String> recommit = texts(req.path("recommit"));
+
+    Snapshot snap = txn.snapshot();
+    List<AddFile> toRewrite = new ArrayList<>();
+    List<AddFile> toRecommit = new ArrayList<>();
+    Set<String> live = new HashSet<>();
+    for (AddFile f : iter(txn.filterFiles())) { // the whole table is read: a concurrent add conflicts
+      live.add(f.path());
+      if (newTableState || rewrite.contains(f.path())) {
+        toRewrite.add(f);
+      }
+    }
+    if (!newTableState && !recommit.isEmpty()) {
+      // filterFiles() leaves out the statistics; a re-added file must keep all of them.
+      Object[] paths = recommit.toArray();
+      for (AddFile f : snap.allFiles().where(functions.col("path").isin(paths)).collectAsList()) {
+        toRecommit.add(f);
+      }
+    }
+    for (Set<String> asked : List.of(rewrite, recommit)) {
+      for (String p : asked) {
+        if (!live.contains(p)) {
+          throw new IllegalStateException(
+              "not a live file of version " + txn.readVersion() + " of " + location + ": " + p);
+        }
+      }
+    }
+    if (toRecommit.size() != (newTableState ? 0 : recommit.size())) {
+      throw new IllegalStateException("could not read the AddFiles of " + recommit + " in " + location);
+    }
+    preservedRowTracking = RowTracking.isEnabled(snap.protocol(), snap.metadata());
+    Dataset<Row> data = log.createDataFrame(snap, Scala.seq(toRewrite), false, scala.Option.apply("upgrade"));
+    if (preservedRowTracking) {
+      // Rows keep their row ids and commit versions, written as the planned state wants them
+      // (under IcebergCompatV3 with Iceberg's reserved field ids on the materialized columns).
+      data = RowTracking.preserveRowTrackingColumns(data, new PlannedState(snap, protocol, metadata));
+    }
+
+    if (newTableState) {
+      txn.updateMetadataForNewTable(metadata);
+    } else if (req.path("metadataChanged").asBoolean(true)) {
+      txn.updateMetadata(metadata, false);
+    }
+    if (!protocol.equals(txn.protocol())) {
+      txn.updateProtocol(protocol);
+    }
+
+    List<Action> produced = new ArrayList<>();
+    ArrayNode added = JSON.createArrayNode();
+    if (!toRewrite.isEmpty()) {
+      DeltaOptions options = new DeltaOptions(Scala.map(new HashMap<>()), spark.sessionState().conf());
+      List<org.apache.spark.sql.delta.constraints.Constraint> none = List.of();
+      for (FileAction a : iter(txn.writeFiles(data, scala.Option.apply(options), true, Scala.seq(none)))) {
+        if (a instanceof AddFile add) {
+          AddFile unchanged = withoutDataChange(add);
+          writtenPaths.add(unchanged.path());
+          added.add(JSON.readTree(unchanged.json()).get("add"));
+          produced.add(unchanged);
+        } else {
+          produced.add(a);
+        }
+      }
+      long now = System.currentTimeMillis();
+      for (AddFile f : toRewrite) {
+        produced.add(f.removeWithTimestamp(now, false));
+      }
+    }
+    for (AddFile f : toRecommit) {
+      produced.add(withoutDataChange(f));
+    }
+    actions.addAll(produced);
+
+    ObjectNode out = JSON.createObjectNode();
+    out.set("added", added);
+    out.put("removed", toRewrite.size());
+    out.put("recommitted", toRecommit.size());
+    return JSON.writeValueAsString(out);
+  }
+
+  /**
+   * Commits what {@link #rewrite} produced as Delta's {@code REORG TABLE UPGRADE UNIFORM} operation
+   * (the history shows the properties the upgrade set); returns the committed version.
+   *
+   * @param propertiesJson the table properties the upgrade set or changed, {@code {"key": "value"}}
+   */
+  public long commitUpgrade(String propertiesJson) throws IOException {
+    if (!written || finished) {
+      throw new IllegalStateException("nothing to commit: call rewrite() once before commitUpgrade()");
+    }
+    Map<String, String> properties = new HashMap<>();
+    JSON.readTree(propertiesJson == null ? "{}" : propertiesJson)
+        .fields()
+        .forEachRemaining(e -> properties.put(e.getKey(), e.getValue().asText()));
+    Map<String, String> tags = new HashMap<>();
+    if (preservedRowTracking) {
+      tags.put(DeltaCommitTag.PreservedRowTrackingTag$.MODULE$.key(), "true");
+    }
+    finished = true;
+    SparkSession.setActiveSession(spark);
+    Guard.enterTrusted();
+    try {
+      return txn.commit(
+          Scala.seq(actions),
+          new DeltaOperations.UpgradeUniformProperties(Scala.map(properties)),
+          Scala.map(tags));
+    } finally {
+      Guard.exitTrusted();
+    }
+  }
+
+  /** The read snapshot as it will be once the planned protocol and metadata are committed. */
+  private static final class PlannedState implements SnapshotDescriptor {
+    private final Snapshot read;
+    private final Protocol protocol;
+    private final Metadata metadata;
+
+    PlannedState(Snapshot read, Protocol protocol, Metadata metadata) {
+      this.read = read;
+      this.protocol = protocol;
+      this.metadata = metadata;
+    }
+
+    @Override
+    public DeltaLog deltaLog() {
+      return read.deltaLog();
+    }
+
+    @Override
+    public long version() {
+      return read.version();
+    }
+
+    @Override
+    public Metadata metadata() {
+      return metadata;
+    }
+
+    @Override
+    public Protocol protocol() {
+      return protocol;
+    }
+
+    @Override
+    public Path logPath() {
+      return read.logPath();
+    }
+
+    @Override
+    public scala.Option<Object> numOfFilesIfKnown() {
+      return read.numOfFilesIfKnown();
+    }
+
+    @Override
+    public scala.Option<Object> sizeInBytesIfKnown() {
+      return read.sizeInBytesIfKnown();
+    }
+
+    @Override
+    public scala.collection.immutable.Map<com.databricks.spark.util.TagDefinition, String> getCommonTags() {
+      return read.getCommonTags();
+    }
+  }
+
+  /** {@code add} as a rewrite commits it: the same file, not a change of the table's data. */
+  private static AddFile withoutDataChange(AddFile add) {
+    return add.copy(
+        add.copy$default$1(),
+        add.copy$default$2(),
+        add.copy$default$3(),
+        add.copy$default$4(),
+        false,
+        add.copy$default$6(),
+        add.copy$default$7(),
+        add.copy$default$8(),
+        add.copy$default$9(),
+        add.copy$default$10(),
+        add.copy$default$11(),
+        add.copy$default$12(),
+        add.copy$default$13());
+  }
+
+  private static Set<String> texts(JsonNode array) {
+    Set<String> out = new LinkedHashSet<>();
+    if (array != null && array.isArray()) {
+      array.forEach(n -> out.add(n.asText()));
+    }
+    return out;
   }
 
   /** The table's root location (as given to {@link #open}). */
