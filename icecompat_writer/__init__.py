@@ -51,8 +51,24 @@ __all__ = [
     "UpgradeRefused",
     "Violation",
     "__version__",
+    "load_ipython_extension",
+    "unload_ipython_extension",
     *_LAZY,
 ]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext icecompat_writer``: see :mod:`icecompat_writer.notebook`."""
+    from .notebook import ipython as notebook_ipython
+
+    notebook_ipython.load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext icecompat_writer``: pyspark's own ``df.write`` again, magics removed."""
+    from .notebook import ipython as notebook_ipython
+
+    notebook_ipython.unload(ipython)
 
 
 def __getattr__(name: str) -> Any:
