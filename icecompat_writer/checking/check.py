@@ -20,6 +20,7 @@ import json
 import os
 import random
 import re
+import stat
 import string
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.deltalog.findings import FindingCode, LogFinding
 from icecompat_writer.deltalog.paths import resolve_data_path_text
 from icecompat_writer.deltalog.snapshot import Snapshot, read_snapshot
-from icecompat_writer.errors import IcecompatError, Violation
+from icecompat_writer.errors import IcecompatError, TableReadError, Violation
 from icecompat_writer.facts import DataFileFacts, ParquetFooter
 
 __all__ = [
@@ -413,7 +414,15 @@ def _read_data_file(
             file=add.path,
         )
     try:
-        size = os.stat(real).st_size
+        st = os.stat(real)
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+            # a FIFO would block the reader forever, a device could be endless: never opened
+            return None, CheckFinding(
+                UNREADABLE_DATA_FILE,
+                f"data file {add.path!r} is not a regular file ({_file_kind(st.st_mode)}); it was not opened",
+                file=add.path,
+            )
+        size = st.st_size
         footer = read_footer(real)
     except (FooterReadError, OSError) as e:
         if not os.path.exists(real):  # missing, or a link inside the table to a file that is gone
@@ -424,6 +433,13 @@ def _read_data_file(
         return None, CheckFinding(
             UNREADABLE_DATA_FILE,
             f"data file {add.path!r} is not a readable Parquet file: {reason}",
+            file=add.path,
+        )
+    except Exception as e:  # a footer that breaks the decoder is this file's problem, not the audit's
+        return None, CheckFinding(
+            UNREADABLE_DATA_FILE,
+            f"data file {add.path!r} has a footer that cannot be decoded ({type(e).__name__}: "
+            f"{str(e)[:120]})",
             file=add.path,
         )
     if add.size and size != add.size:
@@ -440,6 +456,16 @@ def _read_data_file(
             file=add.path,
         )
     return footer, None
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
 
 
 def _claims(add: AddFile) -> DataFileFacts:
@@ -553,6 +579,13 @@ def snapshot_facts(
     return SnapshotFacts(list(facts.values()), tuple(findings), len(selected), read)
 
 
+def _reader_broke(path: str | Path, e: Exception) -> TableReadError:
+    return TableReadError(
+        f"cannot read the Delta log of {path}: its content broke the log reader "
+        f"({type(e).__name__}: {str(e)[:200]})"
+    )
+
+
 def check_table(
     path: str | Path,
     profile: str | None = None,
@@ -581,10 +614,20 @@ def check_table(
     # would rescan all of them again and again (a quarter of the time at 100,000 AddFiles) and free
     # nothing. Footer reading, I/O-bound and possibly long, runs with the collector on.
     with gc_paused():
-        snapshot = read_snapshot(path, version)
+        try:
+            snapshot = read_snapshot(path, version)
+        except IcecompatError:
+            raise
+        except Exception as e:  # the reader must turn damage into findings; until it does, never crash
+            raise _reader_broke(path, e) from e
     declared = declared_profile(snapshot.metadata.configuration)
     chosen = profile or declared
-    seen = snapshot_facts(snapshot, files=files, progress=progress, every_file=False)
+    try:
+        seen = snapshot_facts(snapshot, files=files, progress=progress, every_file=False)
+    except IcecompatError:
+        raise
+    except Exception as e:  # live files are decoded lazily: damage may surface only here
+        raise _reader_broke(path, e) from e
     file_facts, findings = seen.facts, list(seen.findings)
 
     def run(p: str) -> list[Violation]:

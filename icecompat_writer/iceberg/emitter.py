@@ -157,6 +157,64 @@ def _local(uri: str) -> Path:
     return Path(uri)
 
 
+def _inside(path: str, real_root: str) -> bool:
+    return path.startswith(real_root.rstrip("/") + "/")
+
+
+def _data_path_outside(root: Path, real_root: str, delta_path: str) -> str | None:
+    """Why a data file's path leaves the table root (lexically, or through a symbolic link), else None.
+
+    The emitter never opens such a file, and never lets Iceberg metadata point at it: an Iceberg reader
+    would read it as this table's data.
+    """
+    local = resolve_data_path(root, delta_path)
+    if local is None:
+        return "resolves outside the table root"
+    real = os.path.realpath(local)
+    if not _inside(real, real_root):
+        return f"is a symbolic link (or lies under one) leading outside the table root, to {real}"
+    return None
+
+
+def _outside_violation(delta_path: str, reason: str) -> Violation:
+    return violation(
+        "ICEBERG-EMIT-OUTSIDE-ROOT",
+        "",
+        f"data file {delta_path} {reason}; it was not opened",
+        "keep every data file under the table root (no absolute paths, `..` or links elsewhere)",
+        observed=delta_path,
+    )
+
+
+def _owned(root: Path, path: Path, what: str) -> Path:
+    """``path`` when it (symbolic links resolved) is inside ``root/metadata``; refused otherwise.
+
+    The emitter reads and writes nothing but its own tree: a ``metadata`` directory that is a link to
+    another place, or metadata naming files elsewhere, would make it read or write outside the table.
+    """
+    meta_dir = root / METADATA_DIR
+    meta_real = os.path.realpath(meta_dir)
+    real = os.path.realpath(path)
+    if not _inside(meta_real, os.path.realpath(root)):
+        problem = f"the {METADATA_DIR} directory {meta_dir} leads outside the table root (to {meta_real})"
+        real = meta_real
+    elif not _inside(real, meta_real):
+        problem = f"{what} {path} leads outside the table's {METADATA_DIR}/ directory (to {real})"
+    else:
+        return path
+    raise CompatViolation(
+        [
+            violation(
+                "ICEBERG-EMIT-OUTSIDE-ROOT",
+                "",
+                problem + "; nothing was read or written there",
+                f"remove the link: the Iceberg tree is kept in {meta_dir} itself",
+                observed=real,
+            )
+        ]
+    )
+
+
 def _refuse(violations: Sequence[Violation], context: str) -> None:
     if violations:
         raise CompatViolation(violations, context)
@@ -210,6 +268,7 @@ class _Emitter:
 
     def __init__(self, root: Path, format_version: int, meta: dict[str, Any], delta_table_id: str) -> None:
         self.root = root
+        self.real_root = os.path.realpath(root)
         self.root_uri = _uri(root)
         self.meta_dir = root / METADATA_DIR
         self.fv = format_version
@@ -360,7 +419,7 @@ class _Emitter:
         snap = next((s for s in self.meta["snapshots"] if s["snapshot-id"] == current), None)
         if snap is None:
             raise TableReadError(f"current snapshot {current} is not in the table metadata")
-        records, _ = read_avro(_local(snap["manifest-list"]))
+        records, _ = read_avro(_owned(self.root, _local(snap["manifest-list"]), "manifest list"))
         self.manifests = [_Manifest(dict(r)) for r in records]
         for m in self.manifests:
             for e in self._entries(m):
@@ -376,7 +435,7 @@ class _Emitter:
         """Entries of a manifest, inherited snapshot ids, sequence numbers and first row ids resolved."""
         if m.entries is not None:
             return m.entries
-        records, _ = read_avro(_local(m.uri))
+        records, _ = read_avro(_owned(self.root, _local(m.uri), "manifest"))
         types = {
             avro_name(p.name): p.result_type
             for p in self._partition_fields(int(m.record["partition_spec_id"]))
@@ -436,7 +495,7 @@ class _Emitter:
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value
         local = resolve_data_path(self.root, str(add["path"]))
-        if local is None:
+        if local is None or _data_path_outside(self.root, self.real_root, str(add["path"])) is not None:
             return None
         try:
             import pyarrow.parquet as pq
@@ -455,6 +514,10 @@ class _Emitter:
         out: list[_NewFile] = []
         for add in adds:
             path = str(add["path"])
+            outside = _data_path_outside(self.root, self.real_root, path)
+            if outside is not None:
+                problems.append(_outside_violation(path, outside))
+                continue
             if add.get("deletionVector"):
                 problems.append(
                     violation(
@@ -879,9 +942,16 @@ def _gate(root: Path, version: int, format_version: int) -> None:
     the emitter never writes Iceberg metadata for a table the checker calls non-compliant.
     """
     snap = read_snapshot(root, version)
-    facts = [file_facts(snap.table_root, add, read_footer=True) for add in snap.add_files]
+    real_root = os.path.realpath(snap.table_root)
+    outside: list[Violation] = []
+    facts = []
+    for add in snap.add_files:
+        reason = _data_path_outside(snap.table_root, real_root, add.path)
+        if reason is not None:
+            outside.append(_outside_violation(add.path, reason))
+        facts.append(file_facts(snap.table_root, add, read_footer=reason is None))
     _, problems = table_violations(snap.protocol, snap.metadata, format_version, facts)
-    _refuse(problems, _context(version, snap.metadata))
+    _refuse([*outside, *problems], _context(version, snap.metadata))
 
 
 def _first_version(root: Path, latest: int, fv_request: int | None) -> tuple[int, _delta.DeltaState, int]:
@@ -949,7 +1019,11 @@ def write_iceberg_metadata(
     versions = _delta.commit_versions(root)
     latest = versions[-1]
     meta_dir = root / METADATA_DIR
+    if meta_dir.is_symlink() or meta_dir.exists():
+        _owned(root, meta_dir / VERSION_HINT, "the version hint")
     previous = _existing_metadata(meta_dir)
+    if previous is not None:
+        _owned(root, previous[1], "the metadata file")
 
     if previous is None:
         start, state, fv = _first_version(root, latest, format_version)

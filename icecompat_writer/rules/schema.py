@@ -19,11 +19,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from icecompat_writer.errors import TableReadError
+
 __all__ = [
     "CM_ID",
     "CM_NESTED_IDS",
     "CM_PHYSICAL_NAME",
     "FieldNode",
+    "MalformedSchemaError",
     "SchemaIndex",
     "SlotNode",
     "TypeNode",
@@ -33,6 +36,7 @@ __all__ = [
     "contains_struct",
     "field_lookup",
     "field_metadata",
+    "fold_name",
     "index_schema",
     "index_schema_string",
     "join_path",
@@ -52,6 +56,24 @@ CM_PHYSICAL_NAME = "delta.columnMapping.physicalName"
 CM_NESTED_IDS = "delta.columnMapping.nested.ids"
 
 _COMPLEX = frozenset({"struct", "array", "map"})
+
+
+class MalformedSchemaError(TableReadError):
+    """A ``schemaString`` that is not a Delta schema (not JSON, not a struct, nested beyond reason).
+
+    Only a log can hold one (Spark never writes such a schema); no rule can be decided on it, so it is
+    an error instead of an empty schema that every rule would pass.
+    """
+
+
+def fold_name(name: str) -> str:
+    """The key under which Delta matches column names case-insensitively.
+
+    Delta's schema merge compares ``name.toLowerCase(Locale.ROOT)``: Unicode's full lowercase
+    mapping, which ``str.lower`` implements too. ``str.casefold`` folds further (``ß`` and ``SS``
+    become one name) and would join columns that Delta keeps apart.
+    """
+    return name.lower()
 
 
 def quote_name(name: str) -> str:
@@ -249,9 +271,9 @@ class SchemaIndex:
         for f in self.top:
             if f.name == name:
                 return f
-        folded = name.casefold()
+        folded = fold_name(name)
         for f in self.top:
-            if f.name.casefold() == folded:
+            if fold_name(f.name) == folded:
                 return f
         return None
 
@@ -266,7 +288,11 @@ def index_schema(schema: Mapping[str, Any]) -> SchemaIndex:
     empty: Mapping[str, Any] = {}
 
     def walk_struct(struct: Mapping[str, Any], parent_path: str, parent: FieldNode | None) -> None:
-        for f in struct.get("fields") or ():
+        fields = struct.get("fields")
+        if fields is not None and not isinstance(fields, list):
+            where = f"struct `{parent_path}`" if parent_path else "the schema"
+            raise MalformedSchemaError(f"the fields of {where} are not a list ({type(fields).__name__})")
+        for f in fields or ():
             if not isinstance(f, Mapping):
                 continue
             name = f.get("name", "")
@@ -311,7 +337,10 @@ def index_schema(schema: Mapping[str, Any]) -> SchemaIndex:
                 slots_out.append(SlotNode(p, k, st, owner))
                 walk_type(st, p, owner, k)
 
-    walk_struct(schema if isinstance(schema, Mapping) else {}, "", None)
+    try:
+        walk_struct(schema if isinstance(schema, Mapping) else {}, "", None)
+    except RecursionError:
+        raise MalformedSchemaError("the schema is nested too deeply to be checked") from None
     return idx
 
 
@@ -338,10 +367,14 @@ class _IndexCache:
         self._lock = threading.Lock()  # the writer and the checker may run in several threads
 
     def get(self, schema_string: str) -> SchemaIndex:
+        if not isinstance(schema_string, str):  # only a damaged log holds anything else
+            raise MalformedSchemaError(
+                f"the table schema (schemaString) is a {type(schema_string).__name__}, not a JSON string"
+            )
         hit = self.peek(schema_string)
         if hit is not None:
             return hit
-        index = index_schema(json.loads(schema_string))
+        index = index_schema(_parse_schema_string(schema_string))
         self.put(schema_string, index)
         return index
 
@@ -362,6 +395,17 @@ class _IndexCache:
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+
+
+def _parse_schema_string(schema_string: str) -> Mapping[str, Any]:
+    """The parsed ``schemaString``; :class:`MalformedSchemaError` unless it is a JSON struct with fields."""
+    try:
+        parsed = json.loads(schema_string)
+    except (ValueError, TypeError, RecursionError) as e:
+        raise MalformedSchemaError(f"the table schema (schemaString) is not JSON ({str(e)[:120]})") from None
+    if not isinstance(parsed, Mapping) or not isinstance(parsed.get("fields"), list):
+        raise MalformedSchemaError("the table schema (schemaString) is not a struct with a list of fields")
+    return parsed
 
 
 _CACHE = _IndexCache(16)
@@ -396,11 +440,11 @@ def field_lookup(struct: Mapping[str, Any] | None) -> Callable[[str], Mapping[st
             if isinstance(f, Mapping):
                 name = str(f.get("name", ""))
                 exact.setdefault(name, f)
-                folded.setdefault(name.casefold(), f)
+                folded.setdefault(fold_name(name), f)
 
     def find(name: str) -> Mapping[str, Any] | None:
         hit = exact.get(name)
-        return hit if hit is not None else folded.get(name.casefold())
+        return hit if hit is not None else folded.get(fold_name(name))
 
     return find
 

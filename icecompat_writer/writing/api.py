@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -213,6 +214,67 @@ def _landed(location: str, after_version: int, added_paths: set[str]) -> int | N
     return None
 
 
+def _missing_ancestor(location: str) -> Path | None:
+    """The outermost directory of a local ``location`` that does not exist yet (None: it exists, or
+    the location is not local). A refused write removes it again when it holds no file."""
+    from icecompat_writer.deltalog.paths import table_root_path
+
+    try:
+        root = table_root_path(location)
+    except IcecompatError:
+        return None
+    if root.exists():
+        return None
+    missing = root
+    while not missing.parent.exists() and missing.parent != missing:
+        missing = missing.parent
+    return missing
+
+
+def _remove_empty_dirs(location: str, added_paths: Sequence[str], created: Path | None) -> None:
+    """After an abort: remove the directories the refused write made and left empty.
+
+    Deleting a write's data files leaves the directories they were written to (random prefixes,
+    partition directories), and for a new table the table directory itself. Only empty directories
+    are removed (``rmdir`` refuses any other), walking up from each file's directory to the table root;
+    the root and the directories above it only when this write created them.
+    """
+    from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
+
+    try:
+        root = table_root_path(location)
+    except IcecompatError:
+        return
+    dirs: set[Path] = set()
+    for p in added_paths:
+        local = resolve_data_path(root, p)
+        if local is None:
+            continue
+        d = local.parent
+        while d != root and root in d.parents:
+            dirs.add(d)
+            d = d.parent
+    if created is not None and root.is_dir() and not (root / "_delta_log").exists():
+        # a new table that no other writer has committed to meanwhile: every directory is this write's
+        for current, subdirs, _files in os.walk(root):
+            dirs.update(Path(current) / s for s in subdirs)
+    for d in sorted(dirs, key=lambda d: len(d.parts), reverse=True):
+        try:
+            d.rmdir()
+        except OSError:
+            pass  # not empty (another write's files), or already gone
+    if created is not None:
+        d = root
+        while True:
+            try:
+                d.rmdir()
+            except OSError:
+                break
+            if d == created:
+                break
+            d = d.parent
+
+
 def _resolve_location(spark: Any, target: Target) -> tuple[str, bool]:
     """(location, catalog table exists) for a target. Path targets report False for the second value."""
     from icecompat_writer.jvm import bridge
@@ -280,6 +342,7 @@ def compat_write(
         bridge.activate_writer_features(spark)
     tgt = parse_target(target)
     location, registered = _resolve_location(spark, tgt)
+    created = _missing_ancestor(location)
 
     for attempt in range(1, MAX_ATTEMPTS + 1):
         pending = bridge.PendingWrite(spark, location)
@@ -343,12 +406,14 @@ def compat_write(
             added, removed_count = pending.write(data, request)
         except IcecompatError:
             pending.abort()
+            _remove_empty_dirs(location, (), created)
             raise
         adds = [AddFile.from_json(a) for a in added]
         facts = [file_facts(location, a) for a in adds]
         file_problems = validate_fn(req.profile, planned.metadata, planned.protocol, previous, files=facts)
         if file_problems:
             removed = pending.abort()
+            _remove_empty_dirs(location, [a.path for a in adds], created)
             log.warning("refused after writing: removed %d new data file(s) of %s", removed, tgt.display)
             raise CompatViolation(
                 file_problems, f"(verifying the new files of {tgt.display}; nothing committed)"
@@ -360,12 +425,14 @@ def compat_write(
             pending.abort()
             log.info("attempt %d on %s lost a race (%s); re-planning", attempt, tgt.display, err)
             if attempt == MAX_ATTEMPTS:
+                _remove_empty_dirs(location, [a.path for a in adds], None)
                 raise
             continue
         except IcecompatError:
             landed = _landed(location, pending.read_version, {a.path for a in adds})
             if landed is None:
                 pending.abort()
+                _remove_empty_dirs(location, [a.path for a in adds], created)
                 raise
             version = landed
         if tgt.table is not None and not registered:

@@ -18,7 +18,7 @@ from typing import Any
 
 from icecompat_writer.deltalog.actions import Metadata
 from icecompat_writer.errors import CompatViolation, Violation
-from icecompat_writer.rules.schema import join_path, quote_name
+from icecompat_writer.rules.schema import fold_name, join_path, quote_name
 
 __all__ = ["WriteIntent", "compose_metadata", "merge_schemas", "write_violation"]
 
@@ -73,9 +73,9 @@ def _find(fields: Sequence[Mapping[str, Any]], name: str) -> Mapping[str, Any] |
     for f in fields:
         if f["name"] == name:
             return f
-    folded = name.casefold()
+    folded = fold_name(name)
     for f in fields:
-        if f["name"].casefold() == folded:
+        if fold_name(f["name"]) == folded:
             return f
     return None
 
@@ -269,8 +269,62 @@ def _check_partitioning(
                 )
             )
             continue
+        kind = _partition_type_name(field["type"])
+        if kind is not None:
+            problems.append(
+                write_violation(
+                    "DELTA-WRITE-PARTITION-COLUMN",
+                    quote_name(field["name"]),
+                    f"Delta cannot partition by a column of type {kind}",
+                    "partition by a column of a primitive type (numbers, string, binary, boolean, "
+                    "date, timestamp)",
+                    observed=kind,
+                )
+            )
+            continue
         resolved.append(field["name"])
     return tuple(resolved)
+
+
+def _partition_type_name(dtype: Any) -> str | None:
+    """The type's name when Delta refuses to partition by it (nested, void, variant), else None.
+
+    delta-spark refuses these itself (DELTA_INVALID_PARTITION_COLUMN_TYPE), but only when it plans the
+    write; a compat write plans it here, before any data file exists.
+    """
+    if isinstance(dtype, Mapping):
+        return str(dtype.get("type", "nested"))
+    if dtype in ("void", "variant"):
+        return str(dtype)
+    return None
+
+
+# delta-spark copies every table property into the Hadoop configuration of each write (TransactionalWrite
+# builds it from the table's configuration), where Hadoop, Parquet and Spark read their settings, class
+# names included: `fs.file.impl` with `fs.file.impl.disable.cache`, `parquet.crypto.factory.class` and
+# `spark.sql.parquet.output.committer.class` make the write load the class a table property names.
+# Properties in these namespaces are refused: no table property may decide what code a write runs.
+CONFIG_NAMESPACES = (
+    "fs.", "hadoop.", "parquet.", "spark.", "io.", "ipc.", "mapreduce.", "mapred.", "dfs.", "yarn.",
+    "file.", "ha.", "net.", "rpc.", "security.", "s3.", "s3a.", "s3n.", "s3native.", "ftp.", "avro.",
+)  # fmt: skip
+
+
+def _check_properties(configuration: Mapping[str, Any], problems: list[Violation]) -> None:
+    for key in sorted(configuration):
+        if str(key).lower().startswith(CONFIG_NAMESPACES):
+            problems.append(
+                write_violation(
+                    "DELTA-WRITE-CONFIG-PROPERTY",
+                    "",
+                    f"table property `{key}` would reach the Hadoop configuration of every write to the "
+                    "table (delta-spark copies table properties there), where Hadoop, Parquet and Spark "
+                    "read settings and the names of classes to load",
+                    "drop the property (ALTER TABLE ... UNSET TBLPROPERTIES for a table that has it); set "
+                    "Hadoop and Parquet settings on the Spark session instead",
+                    observed=key,
+                )
+            )
 
 
 def compose_metadata(intent: WriteIntent, previous: Metadata | None) -> Metadata:
@@ -284,6 +338,7 @@ def compose_metadata(intent: WriteIntent, previous: Metadata | None) -> Metadata
 
     if previous is None:
         partitions = _check_partitioning(intent, data_schema, problems)
+        _check_properties(props, problems)
         if problems:
             raise CompatViolation(problems, "(the write does not fit Delta's rules)")
         data_schema = _strip_mapping(data_schema)
@@ -305,7 +360,7 @@ def compose_metadata(intent: WriteIntent, previous: Metadata | None) -> Metadata
         partitions = previous.partition_columns
         if intent.partition_by is not None:
             asked = _check_partitioning(intent, schema, problems)
-            if not problems and [p.casefold() for p in asked] != [p.casefold() for p in partitions]:
+            if not problems and [fold_name(p) for p in asked] != [fold_name(p) for p in partitions]:
                 problems.append(
                     write_violation(
                         "DELTA-WRITE-PARTITIONING-CHANGE",
@@ -317,6 +372,7 @@ def compose_metadata(intent: WriteIntent, previous: Metadata | None) -> Metadata
                         expected=list(partitions),
                     )
                 )
+    _check_properties(configuration, problems)
     if problems:
         raise CompatViolation(problems, "(the write does not fit Delta's rules)")
     return Metadata(

@@ -10,10 +10,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Target", "parse_target"]
+from icecompat_writer.errors import IcecompatError
+
+__all__ = ["Target", "TargetError", "parse_target"]
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _IDENT_PART = re.compile(r"`(?:[^`]|``)+`|[^.`]+")
+
+
+class TargetError(IcecompatError, ValueError):
+    """A write target that is neither a path nor a well-formed table identifier (nothing is run)."""
 
 
 @dataclass(frozen=True)
@@ -52,18 +58,18 @@ def _split_identifier(name: str) -> tuple[str, ...]:
     while pos < len(name):
         m = _IDENT_PART.match(name, pos)
         if m is None:
-            raise ValueError(f"not a table identifier: {name!r}")
+            raise TargetError(f"not a table identifier: {name!r}")
         token = m.group(0)
         parts.append(token[1:-1].replace("``", "`") if token.startswith("`") else token)
         pos = m.end()
         if pos < len(name):
             if name[pos] != ".":
-                raise ValueError(f"not a table identifier: {name!r}")
+                raise TargetError(f"not a table identifier: {name!r}")
             pos += 1
             if pos == len(name):
-                raise ValueError(f"not a table identifier: {name!r}")
+                raise TargetError(f"not a table identifier: {name!r}")
     if not parts or any(not p for p in parts):
-        raise ValueError(f"not a table identifier: {name!r}")
+        raise TargetError(f"not a table identifier: {name!r}")
     return tuple(parts)
 
 
@@ -73,7 +79,7 @@ def parse_target(target: str | Path) -> Target:
         return Target(location=str(target.expanduser().resolve()))
     text = str(target).strip()
     if not text:
-        raise ValueError("empty write target")
+        raise TargetError("empty write target")
     if _SCHEME.match(text):
         return Target(location=text)
     if "/" in text and not text.startswith("`"):
