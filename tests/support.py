@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -127,3 +129,19 @@ def physical_types(path: Path) -> dict[str, str]:
 
 def parquet_rows(path: Path) -> int:
     return pq.ParquetFile(path).metadata.num_rows
+
+
+@contextmanager
+def session_conf(spark: Any, confs: dict[str, str]) -> Iterator[None]:
+    """Set session confs for a block and put the previous values back, whatever happens."""
+    saved = {key: spark.conf.get(key, None) for key in confs}
+    try:
+        for key, value in confs.items():
+            spark.conf.set(key, value)
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)

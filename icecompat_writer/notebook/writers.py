@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.readwriter import DataFrameWriter, DataFrameWriterV2
 
 from icecompat_writer.errors import IcecompatError
-from icecompat_writer.writing.target import quote_identifier
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -53,14 +52,16 @@ def table_provider(spark: SparkSession, name: str) -> str | None:
 
     Temporary views have no provider (None): Spark's own write decides what happens to them.
     """
-    if not spark.catalog.tableExists(name):
-        return None
-    from icecompat_writer.writing.target import parse_target
+    from icecompat_writer.writing.target import TargetError, parse_target
 
-    target = parse_target(name)
-    sql_name = target.sql_name if target.table is not None else quote_identifier(name)
     try:
-        rows = spark.sql(f"DESCRIBE TABLE EXTENDED {sql_name}").collect()
+        target = parse_target(name)
+    except TargetError:  # not an identifier: Spark's own write reports it
+        return None
+    if target.table is None or not spark.catalog.tableExists(target.sql_name):
+        return None
+    try:
+        rows = spark.sql(f"DESCRIBE TABLE EXTENDED {target.sql_name}").collect()
     except Exception:  # a view or an object DESCRIBE cannot describe: leave the write to Spark
         return None
     for row in rows:

@@ -14,8 +14,6 @@ import ctypes
 import json
 import os
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +39,7 @@ from icecompat_writer.rules.model import Finding
 from tests import support
 from tests.cli.synthetic import build_table, stats, write_data_file
 from tests.deltalog import logbuilder as lb
+from tests.support import session_conf
 
 PROFILES = ["v3", "writer-v1", "writer-v3"]
 Row = tuple[str, str, str | None]
@@ -503,22 +502,6 @@ def test_a_check_finding_from_the_log_keeps_place_and_severity() -> None:
 
 
 # --- plain delta-spark tables --------------------------------------------------------------------------
-
-
-@contextmanager
-def session_conf(spark: Any, confs: dict[str, str]) -> Iterator[None]:
-    """Set session confs for a block and put the previous values back, whatever happens."""
-    saved = {key: spark.conf.get(key, None) for key in confs}
-    try:
-        for key, value in confs.items():
-            spark.conf.set(key, value)
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def sql(spark: Any, text: str) -> None:

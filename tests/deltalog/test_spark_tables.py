@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,26 +19,11 @@ import pytest
 from icecompat_writer.deltalog import FindingCode, Metadata, Protocol, Snapshot, read_commit, read_snapshot
 from icecompat_writer.deltalog.files import dv_unique_id
 from icecompat_writer.deltalog.paths import LogFileKind, list_log_files
+from tests.support import session_conf
 
 pytestmark = pytest.mark.spark
 
 PARTITION_VALUES = ["a b", "naïve ü", "x%y"]
-
-
-@contextmanager
-def session_conf(spark: Any, confs: dict[str, str]) -> Iterator[None]:
-    """Set session confs for a block and put the previous values back, whatever happens."""
-    saved = {key: spark.conf.get(key, None) for key in confs}
-    try:
-        for key, value in confs.items():
-            spark.conf.set(key, value)
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def sql(spark: Any, text: str) -> None:

@@ -119,7 +119,8 @@ class FakeSpark:
         self._conf = {"spark.sql.sources.default": default}
         self.tables = tables or {}
         self.conf = SimpleNamespace(get=lambda key, default=None: self._conf.get(key, default))
-        self.catalog = SimpleNamespace(tableExists=lambda name: name in self.tables)
+        # the helper asks with backtick-quoted identifiers, as Spark's parser takes them
+        self.catalog = SimpleNamespace(tableExists=lambda name: name.strip("`") in self.tables)
         self._sc = SimpleNamespace(_jvm=SimpleNamespace(PythonUtils=SimpleNamespace(toSeq=list)))
 
     def sql(self, query: str) -> Any:

@@ -8,31 +8,15 @@ which timestamp type it wants.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from tests.support import session_conf
 
 TS = "timestamp'2024-01-01 12:34:56.123456'"
 INT96 = {"spark.sql.parquet.outputTimestampType": "INT96"}
 MICROS = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
 NO_STATS = {**MICROS, "spark.databricks.delta.stats.collect": "false"}
-
-
-@contextmanager
-def session_conf(spark: Any, confs: dict[str, str]) -> Iterator[None]:
-    """Set session confs for a block and put the previous values back, whatever happens."""
-    saved = {key: spark.conf.get(key, None) for key in confs}
-    try:
-        for key, value in confs.items():
-            spark.conf.set(key, value)
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def sql(spark: Any, text: str, confs: dict[str, str] | None = None) -> None:
