@@ -16,6 +16,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,52 @@ def median_ms(fn: Callable[[], Any], repeat: int) -> float:
     return statistics.median(times)
 
 
+@dataclass(frozen=True)
+class PlanningRow:
+    """Medians (ms) for one schema size: what ``bench.run`` tabulates and this script prints."""
+
+    profile: str
+    leaves: int
+    changes: int
+    plan_validate_ms: float
+    validate_ms: float
+    replan_ms: float
+
+
+def measure(profile: str, sizes: list[int], repeat: int) -> list[PlanningRow]:
+    """Plan + validate, validate alone and the no-op re-plan, for each schema size (medians in ms)."""
+    rows = []
+    for leaves in sizes:
+        md = Metadata(schema_string=json.dumps(build_schema(leaves)), id="bench")
+
+        def cold_plan_validate(md: Metadata = md) -> Any:
+            p = plan(profile, md)
+            assert not validate(profile, p.metadata, p.protocol)
+            return p
+
+        p = plan(profile, md)
+
+        def replan(p: Any = p) -> Any:
+            q = plan(profile, p.metadata, p.protocol)
+            assert not q.changes
+            return q
+
+        def validate_only(p: Any = p) -> Any:
+            return validate(profile, p.metadata, p.protocol)
+
+        rows.append(
+            PlanningRow(
+                profile,
+                leaves,
+                len(p.changes),
+                median_ms(cold_plan_validate, repeat),
+                median_ms(validate_only, repeat),
+                median_ms(replan, repeat),
+            )
+        )
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
@@ -88,39 +135,14 @@ def main() -> None:
     ap.add_argument("--sizes", default="100,1000,10000")
     args = ap.parse_args()
 
-    rows = []
-    for leaves in (int(s) for s in args.sizes.split(",")):
-        md = Metadata(schema_string=json.dumps(build_schema(leaves)), id="bench")
-
-        def cold_plan_validate(md: Metadata = md) -> Any:
-            p = plan(args.profile, md)
-            assert not validate(args.profile, p.metadata, p.protocol)
-            return p
-
-        p = plan(args.profile, md)
-
-        def replan(p: Any = p) -> Any:
-            q = plan(args.profile, p.metadata, p.protocol)
-            assert not q.changes
-            return q
-
-        def validate_only(p: Any = p) -> Any:
-            return validate(args.profile, p.metadata, p.protocol)
-
-        rows.append(
-            (
-                leaves,
-                len(p.changes),
-                median_ms(cold_plan_validate, args.repeat),
-                median_ms(validate_only, args.repeat),
-                median_ms(replan, args.repeat),
-            )
-        )
-
+    rows = measure(args.profile, [int(s) for s in args.sizes.split(",")], args.repeat)
     print(f"profile {args.profile}, median of {args.repeat} runs, cold (index cache emptied before each run)")
     print(f"{'leaves':>8} {'changes':>8} {'plan+validate ms':>17} {'validate ms':>12} {'re-plan ms':>11}")
-    for leaves, changes, pv, v, rp in rows:
-        print(f"{leaves:>8} {changes:>8} {pv:>17.1f} {v:>12.1f} {rp:>11.1f}")
+    for r in rows:
+        print(
+            f"{r.leaves:>8} {r.changes:>8} {r.plan_validate_ms:>17.1f} {r.validate_ms:>12.1f} "
+            f"{r.replan_ms:>11.1f}"
+        )
 
 
 if __name__ == "__main__":

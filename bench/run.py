@@ -1,0 +1,208 @@
+"""Measure what the guarantees cost, side by side, and write ``docs/benchmarks.md`` + ``benchmarks.png``.
+
+Run with ``bin/bench [--quick] [--out DIR] [--runs N]`` (or ``.venv/bin/python -m bench.run``). One
+Spark session for everything (a lean local one, or the caller's: ``run(spark=...)``), sections in this
+order: write overhead (``bench_write``), planning (``bench_planning``), checker and footer checks
+(``bench_checker``), Iceberg metadata emission (``bench_iceberg``). Progress goes to stderr.
+
+``--quick`` uses tiny sizes and two runs (about two minutes): it shows that the harness works, which is
+what the smoke test runs. The full run is sized to finish in under 30 minutes on two idle cores:
+about 17 minutes of 10,000,000-row writes (2 layouts x 5 arms x 5 runs at roughly 20 s each), 4 to 5
+of Iceberg emission at 100,000 files (about 50 s a run, footers of every file read), 2 to 3 for the
+checker and the rest; a machine loaded by other work stretches all of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make ``bench`` and the project importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import bench_checker, bench_iceberg, bench_planning, bench_write, report
+
+DEFAULT_OUT = Path(__file__).resolve().parent.parent / "docs"
+PROFILES = ["v3", "writer-v1"]
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes and run counts of one benchmark run."""
+
+    write_rows: list[int]
+    write_runs: int
+    write_tasks: int
+    planning_sizes: list[int]
+    planning_runs: int
+    checker_sizes: list[int]
+    checker_runs: int
+    checker_warmup: int
+    footer_files: int
+    iceberg_sizes: list[int]
+    iceberg_runs: int
+
+
+# Full: 10,000,000-row writes dominate (see docs/benchmarks.md for the run time they add up to).
+FULL = Config(
+    write_rows=[1, 10_000_000],
+    write_runs=5,
+    write_tasks=4,
+    planning_sizes=[100, 1_000, 10_000],
+    planning_runs=7,
+    checker_sizes=[1_000, 10_000, 100_000],
+    checker_runs=5,
+    checker_warmup=3,
+    footer_files=300,
+    iceberg_sizes=[1_000, 10_000, 100_000],
+    iceberg_runs=5,
+)
+QUICK = Config(
+    write_rows=[1, 10_000],
+    write_runs=2,
+    write_tasks=4,
+    planning_sizes=[100, 1_000, 10_000],
+    planning_runs=2,
+    checker_sizes=[1_000],
+    checker_runs=2,
+    checker_warmup=1,
+    footer_files=40,
+    iceberg_sizes=[1_000],
+    iceberg_runs=2,
+)
+
+
+class Progress:
+    """Progress lines on stderr, each with the time since the run started."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.start = time.perf_counter()
+        self.enabled = enabled
+
+    def __call__(self, message: str) -> None:
+        if self.enabled:
+            elapsed = time.perf_counter() - self.start
+            print(f"[bench {elapsed:7.1f} s] {message}", file=sys.stderr, flush=True)
+
+
+def footer_checks(spark: Any, files: int, runs: int, say: Progress) -> report.FooterRow:
+    """``check_table(files="all")`` on a ``compat_write`` table of ``files`` small data files."""
+    import statistics
+
+    from icecompat_writer import compat_write
+    from icecompat_writer.checking.check import check_table
+
+    with tempfile.TemporaryDirectory(prefix="bench_footers_") as tmp:
+        path = Path(tmp) / "t"
+        say(f"footers: writing a table of {files} data files")
+        compat_write(bench_write.nested_frame(spark, files * 100, files), str(path), profile="v3")
+        samples = []
+        for run in range(runs + 1):
+            say("footers: " + ("warm-up" if run == 0 else f"run {run}/{runs}"))
+            t0 = time.perf_counter()
+            checked = check_table(path, files="all")
+            elapsed = time.perf_counter() - t0
+            assert checked.compliant and checked.files_checked == files, checked.render_text()
+            if run:
+                samples.append(elapsed)
+    return report.FooterRow(files, statistics.median(samples))
+
+
+def run(
+    spark: Any | None = None,
+    *,
+    quick: bool = False,
+    out: Path = DEFAULT_OUT,
+    runs: int | None = None,
+    progress: bool = True,
+) -> report.Results:
+    """Run every section and write ``benchmarks.md`` and ``benchmarks.png`` into ``out``.
+
+    ``spark``: a running session with Delta and the shim (a test's); without one, a lean local session
+    is created and stopped at the end. ``runs`` overrides every section's run count.
+    """
+    cfg = QUICK if quick else FULL
+    if runs is not None:
+        cfg = Config(
+            **{**cfg.__dict__, **{k: runs for k in cfg.__dict__ if k.endswith("_runs")}},
+        )
+    say = Progress(progress)
+    own = spark is None
+    if spark is None:
+        import icecompat_writer
+
+        say("starting a local Spark session")
+        spark = icecompat_writer.session("icecompat-bench")
+    try:
+        machine = report.machine(spark)
+        write = bench_write.measure(
+            spark, cfg.write_rows, cfg.write_runs, PROFILES, tasks=cfg.write_tasks, progress=say
+        )
+        say("planning")
+        planning = [
+            row
+            for profile in PROFILES
+            for row in bench_planning.measure(profile, cfg.planning_sizes, cfg.planning_runs)
+        ]
+        checker = bench_checker.measure(
+            spark, cfg.checker_sizes, cfg.checker_runs, progress=say, warmup=cfg.checker_warmup
+        )
+        footers = footer_checks(spark, cfg.footer_files, cfg.checker_runs, say)
+        iceberg = bench_iceberg.measure(cfg.iceberg_sizes, cfg.iceberg_runs, progress=say)
+        results = report.Results(
+            quick=quick,
+            machine=machine,
+            write=write,
+            planning=planning,
+            planning_runs=cfg.planning_runs,
+            checker=checker,
+            checker_runs=cfg.checker_runs,
+            footers=footers,
+            iceberg=iceberg,
+            iceberg_runs=cfg.iceberg_runs,
+            profiles_of_misses={},
+        )
+        fixed_rows = min(cfg.write_rows)
+        for t in report.targets(results):
+            if t.met is False and t.what.startswith("write fixed cost"):
+                profile = t.what.split(", ")[1]
+                key = f"{profile}, {fixed_rows:,} row(s)"
+                if key not in results.profiles_of_misses:
+                    say(f"profiling compat_write ({key})")
+                    results.profiles_of_misses[key] = bench_write.profile_compat_write(
+                        spark, profile, fixed_rows, cfg.write_tasks
+                    )
+    finally:
+        if own:
+            spark.stop()
+    results.elapsed_s = time.perf_counter() - say.start
+    results.load_at_end = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "benchmarks.md").write_text(report.markdown(results), encoding="utf-8")
+    report.plot(results, out / "benchmarks.png")
+    say(f"wrote {out / 'benchmarks.md'} and {out / 'benchmarks.png'}")
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, two runs (about two minutes)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write (default: docs/)")
+    parser.add_argument("--runs", type=int, default=None, help="timed runs per section (overrides)")
+    args = parser.parse_args(argv)
+    results = run(quick=args.quick, out=args.out, runs=args.runs)
+    for t in report.targets(results):
+        print(f"{report._verdict(t):>8}  {t.what}: {t.measured} (goal {t.target})")
+    print(f"{args.out / 'benchmarks.md'}, {args.out / 'benchmarks.png'} ({results.elapsed_s / 60:.1f} min)")
+
+
+if __name__ == "__main__":
+    main()

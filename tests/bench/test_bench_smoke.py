@@ -1,0 +1,57 @@
+"""The benchmark harness runs end to end (``--quick`` sizes) on the test session and writes its report.
+
+Numbers are not asserted (they belong to the machine); what is: every section is in the document, the
+plot is a real PNG that matplotlib drew, and the write arms wrote equal file counts, without which the
+write comparison would compare different work.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from bench import run as bench_run
+
+pytestmark = pytest.mark.spark
+
+SECTIONS = (
+    "## Machine",
+    "## Targets",
+    "## Write overhead",
+    "## Planning",
+    "## Checker",
+    "## Iceberg metadata emission",
+    "## Where a target is missed, and why",
+)
+
+
+def test_quick_run_writes_every_section_and_a_png(spark, tmp_path: Path) -> None:
+    results = bench_run.run(spark, quick=True, out=tmp_path, progress=False)
+
+    text = (tmp_path / "benchmarks.md").read_text(encoding="utf-8")
+    for heading in SECTIONS:
+        assert heading in text, heading
+    for key in ("CPU", "RAM", "OS", "Python", "Java", "Spark", "Delta", "git commit", "date"):
+        assert f"| {key} |" in text, key
+    assert "files/s" in text
+    assert "compat_write v3" in text and "compat_write writer-v1" in text and "plain delta" in text
+
+    png = (tmp_path / "benchmarks.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", png[16:24])  # IHDR follows the signature
+    assert width >= 800 and height >= 600
+    assert len(png) > 20_000  # four panels of lines and bars, not an empty canvas
+
+    assert spark.sparkContext._jsc is not None  # the shared session is still running
+    cells = results.write.cells
+    assert {c.rows for c in cells} == {1, 10_000} and {c.partitioned for c in cells} == {True, False}
+    for cell in cells:
+        assert cell.equal_files, cell.files
+        assert len(cell.arms) == 5
+        assert all(len(s) == results.write.runs for s in cell.samples.values())
+    unpartitioned = next(c for c in cells if c.rows == 10_000 and not c.partitioned)
+    assert unpartitioned.file_count == 4
