@@ -40,6 +40,7 @@ import pytest
 from chispa import assert_df_equality
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -403,6 +404,35 @@ def comparable(df: DataFrame) -> DataFrame:
     )
 
 
+def conform(col: SparkColumn, have: T.DataType, want: T.DataType) -> SparkColumn:
+    """``col`` (of type ``have``) as the table stores it (type ``want``).
+
+    Struct fields are matched by name as Delta matches them (exactly, else case-folded); fields the
+    written struct lacks are null, and a null struct stays null. Arrays and map values conform
+    element by element; anything else is a cast.
+    """
+    if have == want:
+        return col
+    if isinstance(have, T.StructType) and isinstance(want, T.StructType):
+        exact = {f.name: f for f in have.fields}
+        folded = {f.name.lower(): f for f in have.fields}
+        parts = []
+        for w in want.fields:
+            h = exact.get(w.name) or folded.get(w.name.lower())
+            value = (
+                F.lit(None).cast(w.dataType)
+                if h is None
+                else conform(col.getField(h.name), h.dataType, w.dataType)
+            )
+            parts.append(value.alias(w.name))
+        return F.when(col.isNull(), F.lit(None).cast(want)).otherwise(F.struct(*parts))
+    if isinstance(have, T.ArrayType) and isinstance(want, T.ArrayType):
+        return F.transform(col, lambda e: conform(e, have.elementType, want.elementType))
+    if isinstance(have, T.MapType) and isinstance(want, T.MapType) and have.keyType == want.keyType:
+        return F.transform_values(col, lambda _k, v: conform(v, have.valueType, want.valueType))
+    return col.cast(want)
+
+
 def assert_rows_landed(spark: SparkSession, root: Path, df: DataFrame) -> None:
     """The rows of ``df`` (matched by ``_hx_row``) read back equal, column by column."""
     back = spark.read.format("delta").load(str(root)).filter(F.col(ROW) >= 1000)
@@ -415,10 +445,11 @@ def assert_rows_landed(spark: SparkSession, root: Path, df: DataFrame) -> None:
     got = back.select(*picked)
     want = df
     if [f.dataType for f in got.schema.fields] != [f.dataType for f in df.schema.fields]:
-        # a second write into an existing column: Delta casts to the table's type
+        # a second write into an existing column: Delta casts to the table's type and, under
+        # mergeSchema, widens structs with the table's other fields (null in the new rows)
         want = df.select(
             *[
-                F.col(_q(w.name)).cast(g.dataType).alias(w.name)
+                conform(F.col(_q(w.name)), w.dataType, g.dataType).alias(w.name)
                 for w, g in zip(df.schema.fields, got.schema.fields, strict=True)
             ]
         )
@@ -716,6 +747,26 @@ def test_merge_schema_can_add_a_timestamp_ntz_column(
     )
     assert result.version == 1
     assert check_table(table_path, profile).compliant
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("rows", [[], [(1000, (7,)), (1001, None)]], ids=["no-rows", "rows"])
+def test_merge_schema_into_a_wider_existing_struct(
+    spark: SparkSession, base_tables: dict[str, Path], profile: str, rows: list[tuple[Any, ...]]
+) -> None:
+    """A struct written with a subset of the table's fields (and a new one) widens the table's struct;
+    the written rows read back with the missing fields null (the soak found the oracle could not say so)."""
+    narrow = T.StructType([T.StructField(":", T.IntegerType(), True)])
+    case = Case([Column("s", narrow, st.none())], rows, mode="append", options={"mergeSchema": "true"})
+    root = _scratch()
+    shutil.copytree(base_tables[profile], root, symlinks=True)
+    try:
+        assert run_case(spark, root, case, profile, f"{profile} pinned")
+        merged = spark.read.format("delta").load(str(root)).schema["s"].dataType
+        assert [f.name for f in merged.fields] == ["x", "y", ":"]
+    finally:
+        shutil.rmtree(root.parent, ignore_errors=True)
 
 
 @pytest.mark.spark
