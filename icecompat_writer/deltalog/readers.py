@@ -146,6 +146,18 @@ def _read_lines(lines: Iterable[tuple[int, bytes]], display_name: str) -> JsonAc
     for number, raw in lines:
         try:
             obj = loads(raw)
+        except RecursionError:
+            # json.loads recurses once per nesting level: a line of 5,000 brackets is damage, not a
+            # reason to stop reading the log
+            out.findings.append(
+                LogFinding(
+                    FindingCode.CORRUPT_LINE,
+                    "line is JSON nested too deeply to decode; the line was skipped",
+                    display_name,
+                    number,
+                )
+            )
+            continue
         except ValueError as e:
             truncated = not raw.endswith(b"\n")
             out.findings.append(

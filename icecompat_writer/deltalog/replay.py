@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from icecompat_writer.errors import TableReadError
 
+from .actions import Protocol
 from .columnar import FILE_ACTIONS_SCHEMA, line_dv_key, line_rows, only_adds, reconcile
 from .findings import FindingCode, LogFinding
 from .paths import (
@@ -239,6 +240,13 @@ class _State:
             elif name == "metaData":
                 self.metadata = a
             elif name == "protocol":
+                try:
+                    Protocol.from_json(a)  # what the snapshot will build: refuse damage here, per line
+                except ValueError as e:
+                    findings.append(
+                        LogFinding(FindingCode.INVALID_ACTION, f"protocol action was skipped: {e}", display)
+                    )
+                    continue
                 self.protocol = a
             elif name == "txn":
                 app_id, version = a.get("appId"), a.get("version")

@@ -249,6 +249,75 @@ def test_invalid_actions_are_findings(tmp_path: Path) -> None:
     assert codes(snap).count(FindingCode.INVALID_ACTION) == 5
 
 
+DEEP = b"[" * 5000 + b"]" * 5000  # deeper than json.loads can recurse
+
+
+def test_a_line_nested_too_deeply_is_a_corrupt_line(tmp_path: Path) -> None:
+    b = start(tmp_path, lb.add("a.parquet"))
+    b.raw("00000000000000000001.json", DEEP + b"\n" + json.dumps(lb.add("b.parquet")).encode() + b"\n")
+    snap = read_snapshot(tmp_path)
+    assert paths(snap) == {"a.parquet", "b.parquet"}
+    (finding,) = snap.findings
+    assert finding.code is FindingCode.CORRUPT_LINE and finding.line == 1
+    assert "nested too deeply" in finding.message
+
+
+@pytest.mark.parametrize(
+    "add",
+    [
+        {**lb.add("x.parquet")["add"], "size": float("inf")},
+        {**lb.add("x.parquet")["add"], "modificationTime": float("-inf")},
+        {**lb.add("x.parquet")["add"], "deletionVector": {**lb.dv("ab"), "offset": float("inf")}},
+    ],
+    ids=["size", "modification-time", "dv-offset"],
+)
+def test_an_add_with_an_infinite_number_is_an_invalid_action(tmp_path: Path, add: dict) -> None:
+    start(tmp_path, lb.add("a.parquet"), {"add": add})  # json.dumps writes Infinity
+    snap = read_snapshot(tmp_path)
+    assert paths(snap) == {"a.parquet"}
+    assert codes(snap) == [FindingCode.INVALID_ACTION]
+
+
+def test_stats_nested_too_deeply_are_unparseable(tmp_path: Path) -> None:
+    start(tmp_path, lb.add("a.parquet", stats=DEEP.decode()))
+    snap = read_snapshot(tmp_path)
+    assert snap.add_files[0].num_records is None
+    assert codes(snap) == [FindingCode.UNPARSEABLE_STATS]
+
+
+@pytest.mark.parametrize(
+    "protocol",
+    [
+        {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": [{}], "writerFeatures": []},
+        {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": True, "writerFeatures": []},
+        {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": "columnMapping"},
+        {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": [], "writerFeatures": [1]},
+        {"minReaderVersion": float("inf"), "minWriterVersion": 7},
+        {"minReaderVersion": 1, "minWriterVersion": float("nan")},
+        {"minReaderVersion": [3], "minWriterVersion": 7},
+    ],
+    ids=[
+        "feature-an-object",
+        "features-a-bool",
+        "features-a-string",
+        "feature-a-number",
+        "reader-version-infinite",
+        "writer-version-nan",
+        "reader-version-a-list",
+    ],
+)
+def test_a_malformed_protocol_is_an_invalid_action_and_the_previous_one_stays(
+    tmp_path: Path, protocol: dict
+) -> None:
+    b = start(tmp_path, lb.add("a.parquet"))
+    b.commit(1, [{"protocol": protocol}, lb.add("b.parquet")])
+    snap = read_snapshot(tmp_path)
+    assert snap.protocol == read_snapshot(tmp_path, version=0).protocol
+    assert paths(snap) == {"a.parquet", "b.parquet"}
+    (finding,) = snap.findings
+    assert finding.code is FindingCode.INVALID_ACTION and "protocol" in finding.message
+
+
 def test_unparseable_stats_are_a_finding(tmp_path: Path) -> None:
     start(tmp_path, lb.add("a.parquet", stats="{not json"), lb.add("b.parquet", stats='{"minValues":{}}'))
     snap = read_snapshot(tmp_path)
