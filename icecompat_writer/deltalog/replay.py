@@ -653,6 +653,13 @@ def _check_last_checkpoint(listing: LogListing, findings: list[LogFinding]) -> N
             LogFinding(FindingCode.UNREADABLE_LAST_CHECKPOINT, f"not valid JSON ({e}); ignored", display)
         )
         return
+    except RecursionError:  # json.loads recurses per nesting level; the hint is only a hint
+        findings.append(
+            LogFinding(
+                FindingCode.UNREADABLE_LAST_CHECKPOINT, "JSON nested too deeply to decode; ignored", display
+            )
+        )
+        return
     version = obj.get("version") if isinstance(obj, dict) else None
     if isinstance(version, bool) or not isinstance(version, int):
         findings.append(

@@ -588,9 +588,12 @@ def test_last_checkpoint_with_wrong_part_count(tmp_path: Path) -> None:
     assert codes(read_snapshot(tmp_path)) == [FindingCode.STALE_LAST_CHECKPOINT]
 
 
-def test_unreadable_last_checkpoint(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "text", [b'{"version": 2, "si', b"[" * 5000 + b"]" * 5000], ids=["truncated", "nested-too-deeply"]
+)
+def test_unreadable_last_checkpoint(tmp_path: Path, text: bytes) -> None:
     b = _checkpointed(tmp_path)
-    b.raw("_last_checkpoint", b'{"version": 2, "si')
+    b.raw("_last_checkpoint", text)
     snap = read_snapshot(tmp_path)
     _expect_state(snap, None)
     assert codes(snap) == [FindingCode.UNREADABLE_LAST_CHECKPOINT]
