@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
+from icecompat_writer.deltalog.readers import NotRegularFileError, open_regular_file
 from icecompat_writer.errors import TableReadError
 from icecompat_writer.facts import DataFileFacts, ParquetField, ParquetFooter
 
@@ -126,7 +127,7 @@ _read_footer = read_footer  # file_facts's parameter shadows the function's name
 def _read_thrift_schema(path: Path) -> list[dict[int, Any]]:
     """The ``schema`` list of the footer's FileMetaData: one dict (field id -> value) per element."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular_file(path) as fh:  # a named pipe would block, a device never end
             size = os.fstat(fh.fileno()).st_size
             if size < 12:
                 raise FooterReadError(path, f"{size} bytes is too small for a Parquet file")
@@ -146,8 +147,8 @@ def _read_thrift_schema(path: Path) -> list[dict[int, Any]]:
             data = fh.read(length)
     except FileNotFoundError:
         raise FooterReadError(path, "the file does not exist") from None
-    except IsADirectoryError:
-        raise FooterReadError(path, "it is a directory") from None
+    except NotRegularFileError as e:
+        raise FooterReadError(path, f"it is {e.kind}, not a regular file; it was not opened") from None
     except OSError as e:
         raise FooterReadError(path, str(e)) from e
     try:

@@ -43,7 +43,7 @@ from .paths import (
     list_log_files,
     resolve_data_path,
 )
-from .readers import read_json_actions, read_parquet_actions
+from .readers import open_regular_file, read_json_actions, read_parquet_actions
 
 __all__ = [
     "CheckpointCandidate",
@@ -640,7 +640,8 @@ def _check_last_checkpoint(listing: LogListing, findings: list[LogFinding]) -> N
     path = listing.log_dir / LAST_CHECKPOINT_FILE
     display = listing.rel(path)
     try:
-        text = path.read_bytes()
+        with open_regular_file(path) as fh:  # a named pipe here would block the reader forever
+            text = fh.read()
     except FileNotFoundError:
         return
     except OSError as e:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -390,6 +391,12 @@ def test_encrypted_footer(tmp_path: Path) -> None:
 def test_directory(tmp_path: Path) -> None:
     with pytest.raises(FooterReadError):
         read_footer(tmp_path)
+
+
+def test_named_pipe_is_never_opened(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "x.parquet")
+    with pytest.raises(FooterReadError, match="named pipe"):
+        read_footer(tmp_path / "x.parquet")
 
 
 # Footers whose FileMetaData field 1 is a container the decoder walks to reach field 2 (the schema).

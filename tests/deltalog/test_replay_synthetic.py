@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from icecompat_writer.deltalog import (
     list_versions,
     read_commit,
     read_snapshot,
+    readers,
 )
 from icecompat_writer.errors import TableReadError
 
@@ -491,6 +493,44 @@ def test_missing_sidecar_falls_back_to_older_checkpoint_or_commits(tmp_path: Pat
     _expect_state(snap, None)  # replayed from version 0 instead
     (finding,) = snap.findings
     assert finding.code is FindingCode.UNREADABLE_SIDECAR
+
+
+def test_a_sidecar_that_is_a_named_pipe_is_never_opened(tmp_path: Path) -> None:
+    b = _checkpointed(tmp_path)
+    non_file = [a for a in CP_STATE if "add" not in a and "remove" not in a]
+    file_actions = [a for a in CP_STATE if "add" in a or "remove" in a]
+    _, sidecars = b.v2_checkpoint(2, non_file, file_actions, sidecars=2)
+    sidecars[0].unlink()
+    os.mkfifo(sidecars[0])  # pyarrow would block opening it, in native code nothing interrupts
+    snap = read_snapshot(tmp_path)
+    _expect_state(snap, None)
+    (finding,) = snap.findings
+    assert finding.code is FindingCode.UNREADABLE_SIDECAR and "named pipe" in finding.message
+
+
+def test_a_last_checkpoint_that_is_a_named_pipe_is_never_opened(tmp_path: Path) -> None:
+    b = _checkpointed(tmp_path)
+    b.classic_checkpoint(2, CP_STATE)
+    os.mkfifo(b.log / "_last_checkpoint")
+    snap = read_snapshot(tmp_path)
+    _expect_state(snap, 2)
+    (finding,) = snap.findings
+    assert finding.code is FindingCode.UNREADABLE_LAST_CHECKPOINT and "named pipe" in finding.message
+
+
+def test_log_files_that_are_not_regular_files_are_never_opened(tmp_path: Path) -> None:
+    b = start(tmp_path, lb.add("a.parquet"))
+    os.mkfifo(b.log / f"{1:020d}.json")  # not listed as a commit: reported as missing if needed
+    (b.log / f"{2:020d}.json").mkdir()
+    b.commit(3, [lb.add("d.parquet")])
+    snap = read_snapshot(tmp_path)
+    assert paths(snap) == {"a.parquet", "d.parquet"}
+    assert codes(snap) == [FindingCode.MISSING_COMMIT]
+    # a file swapped for a pipe after the listing is refused when it is opened
+    with pytest.raises(readers.NotRegularFileError, match="named pipe"):
+        readers.read_json_actions(b.log / f"{1:020d}.json", "x")
+    with pytest.raises(TableReadError, match="named pipe"):
+        read_commit(tmp_path, 1)
 
 
 def test_missing_sidecar_without_fallback_reads_what_is_left(tmp_path: Path) -> None:

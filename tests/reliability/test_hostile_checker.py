@@ -529,12 +529,6 @@ def check_in_subprocess(root: Path, then: str = "", timeout: int = 15) -> subpro
         raise Hung(f"check_table still running after {timeout} s") from None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Hung,
-    reason="deltalog/replay.py: _last_checkpoint and sidecar files are opened without checking that "
-    "they are regular files; a named pipe blocks the reader forever",
-)
 @pytest.mark.parametrize("damage", [_fifo_last_checkpoint, _fifo_sidecar], ids=["last-checkpoint", "sidecar"])
 def test_a_named_pipe_in_the_log_does_not_hang_the_checker(
     table: Path, damage: Callable[[Path], None]
