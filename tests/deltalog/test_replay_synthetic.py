@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,7 @@ from icecompat_writer.deltalog import (
     read_snapshot,
     readers,
 )
+from icecompat_writer.deltalog import replay as replay_module
 from icecompat_writer.errors import TableReadError
 
 from . import logbuilder as lb
@@ -334,6 +336,49 @@ def test_missing_middle_commit_is_a_finding(tmp_path: Path) -> None:
     assert paths(snap) == {"a.parquet", "c.parquet"}
     (finding,) = snap.findings
     assert finding.code is FindingCode.MISSING_COMMIT and "version 1 " in finding.message
+
+
+def test_missing_commits_are_reported_as_ranges(tmp_path: Path) -> None:
+    b = start(tmp_path, lb.add("a.parquet"))
+    b.commit(3, [lb.add("b.parquet")])
+    b.commit(5, [lb.add("c.parquet")])
+    b.commit(10**12, [lb.commit_info()])  # a stray name: one range, found without walking to it
+    snap = read_snapshot(tmp_path)
+    assert snap.version == 10**12 and paths(snap) == {"a.parquet", "b.parquet", "c.parquet"}
+    assert [f.message.split(" missing")[0] for f in snap.findings] == [
+        "versions 1..2",
+        "version 4",
+        f"versions 6..{10**12 - 1}",
+    ]
+    assert {f.code for f in snap.findings} == {FindingCode.MISSING_COMMIT}
+
+
+@pytest.mark.parametrize("unreadable", [False, True], ids=["damaged", "unreadable"])
+def test_a_compaction_claiming_a_huge_range_is_not_walked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unreadable: bool
+) -> None:
+    b = start(tmp_path, lb.add("a.parquet"))
+    b.commit(1, [lb.add("b.parquet")])
+    b.commit(10**12, [lb.commit_info()])
+    b.raw(f"{1:020d}.{10**12 - 1:020d}.compacted.json", b'{"add":{"path":"c.parq\n')
+    if unreadable:
+        read = replay_module.read_json_actions
+
+        def refuse(path: Path, display: str) -> Any:
+            if "compacted" in path.name:
+                raise OSError("permission denied")
+            return read(path, display)
+
+        monkeypatch.setattr(replay_module, "read_json_actions", refuse)
+    snap = read_snapshot(tmp_path)
+    if unreadable:  # what the commits still say is used, and the gaps are named as ranges
+        assert paths(snap) == {"a.parquet", "b.parquet"}
+        (finding,) = snap.findings
+        assert finding.code is FindingCode.UNREADABLE_FILE
+        assert f"versions 2..{10**12 - 1} have no commit file" in finding.message
+    else:  # a damaged compaction whose commits are gone is read for what it holds
+        assert paths(snap) == {"a.parquet"}
+        assert codes(snap) == [FindingCode.CORRUPT_LINE]
 
 
 # --- compaction files ----------------------------------------------------------------------------
