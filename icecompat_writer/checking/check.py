@@ -31,6 +31,7 @@ from icecompat_writer.checking.footers import FooterReadError, read_footer
 from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.deltalog.findings import FindingCode, LogFinding
 from icecompat_writer.deltalog.paths import resolve_data_path_text
+from icecompat_writer.deltalog.readers import file_kind
 from icecompat_writer.deltalog.snapshot import Snapshot, read_snapshot
 from icecompat_writer.errors import IcecompatError, TableReadError, Violation
 from icecompat_writer.facts import DataFileFacts, ParquetFooter
@@ -419,7 +420,7 @@ def _read_data_file(
             # a FIFO would block the reader forever, a device could be endless: never opened
             return None, CheckFinding(
                 UNREADABLE_DATA_FILE,
-                f"data file {add.path!r} is not a regular file ({_file_kind(st.st_mode)}); it was not opened",
+                f"data file {add.path!r} is not a regular file ({file_kind(st.st_mode)}); it was not opened",
                 file=add.path,
             )
         size = st.st_size
@@ -456,16 +457,6 @@ def _read_data_file(
             file=add.path,
         )
     return footer, None
-
-
-def _file_kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a named pipe"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
 
 
 def _claims(add: AddFile) -> DataFileFacts:

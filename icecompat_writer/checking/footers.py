@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
+from icecompat_writer.deltalog.readers import NotRegularFileError, open_regular_file
 from icecompat_writer.errors import TableReadError
 from icecompat_writer.facts import DataFileFacts, ParquetField, ParquetFooter
 
@@ -126,7 +127,7 @@ _read_footer = read_footer  # file_facts's parameter shadows the function's name
 def _read_thrift_schema(path: Path) -> list[dict[int, Any]]:
     """The ``schema`` list of the footer's FileMetaData: one dict (field id -> value) per element."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular_file(path) as fh:  # a named pipe would block, a device never end
             size = os.fstat(fh.fileno()).st_size
             if size < 12:
                 raise FooterReadError(path, f"{size} bytes is too small for a Parquet file")
@@ -146,14 +147,17 @@ def _read_thrift_schema(path: Path) -> list[dict[int, Any]]:
             data = fh.read(length)
     except FileNotFoundError:
         raise FooterReadError(path, "the file does not exist") from None
-    except IsADirectoryError:
-        raise FooterReadError(path, "it is a directory") from None
+    except NotRegularFileError as e:
+        raise FooterReadError(path, f"it is {e.kind}, not a regular file; it was not opened") from None
     except OSError as e:
         raise FooterReadError(path, str(e)) from e
     try:
         return _CompactReader(data).file_metadata_schema()
-    except (IndexError, ValueError, struct.error, UnicodeDecodeError) as e:
+    except (IndexError, ValueError, TypeError, struct.error) as e:
+        # TypeError: a map keyed by lists or structs (unhashable), which no Parquet footer has
         raise FooterReadError(path, f"the footer is damaged ({e})") from e
+    except RecursionError:
+        raise FooterReadError(path, "the footer is damaged (structures nested too deeply)") from None
 
 
 class _CompactReader:
@@ -220,14 +224,29 @@ class _CompactReader:
             return self.struct_()
         raise ValueError(f"unknown thrift type {ttype}")
 
+    def count(self, size: int, min_bytes: int) -> int:
+        """A container's declared element count, refused when the bytes left cannot hold it.
+
+        Every element takes at least ``min_bytes`` bytes, so a larger count is damage; checking it
+        up front keeps a forged count (up to 2^70 from a varint) from driving a loop that would
+        otherwise run for a very long time before the data ran out.
+        """
+        if size * min_bytes > len(self.data) - self.pos:
+            raise ValueError(f"container of {size} elements is longer than the footer")
+        return size
+
+    def element(self, etype: int) -> Any:
+        """One element of a list or map: unlike a struct field's, a boolean here is a byte of its own."""
+        if etype in (1, 2):
+            return self.byte() == 1
+        return self.value(etype)
+
     def list_(self) -> list[Any]:
         header = self.byte()
         size, etype = header >> 4, header & 0x0F
         if size == 15:
             size = self.varint()
-        if etype in (1, 2):  # booleans in a list are one byte each
-            return [self.byte() == 1 for _ in range(size)]
-        return [self.value(etype) for _ in range(size)]
+        return [self.element(etype) for _ in range(self.count(size, 1))]
 
     def map_(self) -> dict[Any, Any]:
         size = self.varint()
@@ -235,7 +254,7 @@ class _CompactReader:
             return {}
         types = self.byte()
         ktype, vtype = types >> 4, types & 0x0F
-        return {self.value(ktype): self.value(vtype) for _ in range(size)}
+        return {self.element(ktype): self.element(vtype) for _ in range(self.count(size, 2))}
 
     def field_header(self, last_id: int) -> tuple[int, int] | None:
         header = self.byte()

@@ -32,13 +32,14 @@ class Protocol:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> Protocol:
-        rf = obj.get("readerFeatures")
-        wf = obj.get("writerFeatures")
+        """Build from the ``protocol`` object; ValueError when its versions or features are not
+        what the protocol says (integers; lists of feature names), so that a damaged log line is
+        one error the reader can report, whatever shape the damage took."""
         return cls(
-            min_reader_version=int(obj.get("minReaderVersion", 1)),
-            min_writer_version=int(obj.get("minWriterVersion", 2)),
-            reader_features=None if rf is None else frozenset(rf),
-            writer_features=None if wf is None else frozenset(wf),
+            min_reader_version=_version(obj, "minReaderVersion", 1),
+            min_writer_version=_version(obj, "minWriterVersion", 2),
+            reader_features=_features(obj, "readerFeatures"),
+            writer_features=_features(obj, "writerFeatures"),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -59,6 +60,23 @@ class Protocol:
     def supports_reader_feature(self, name: str) -> bool:
         """Whether ``name`` is listed as a reader feature (only meaningful at reader version 3)."""
         return self.reader_features is not None and name in self.reader_features
+
+
+def _version(obj: Mapping[str, Any], key: str, default: int) -> int:
+    value = obj.get(key, default)
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: 1e400, JSON's infinity
+        raise ValueError(f"protocol {key} {value!r} is not an integer") from None
+
+
+def _features(obj: Mapping[str, Any], key: str) -> frozenset[str] | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list | tuple | set | frozenset) or not all(isinstance(f, str) for f in value):
+        raise ValueError(f"protocol {key} is not a list of feature names: {str(value)[:80]}")
+    return frozenset(value)
 
 
 @dataclass(frozen=True)

@@ -609,7 +609,8 @@ def build_live_files(
             action = raw_adds[r]
             try:
                 objects[i] = AddFile.from_json(action)
-            except (KeyError, TypeError, ValueError, AttributeError) as e:
+            except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
+                # OverflowError: a size or offset of 1e400 (JSON's infinity) has no integer value
                 malformed[i] = f"live add for {action.get('path')!r} is malformed ({e}); it was left out"
     # Raw rows have no stats column (their objects are built), so these are rows of the columns.
     odd_stats = _indices(pc.and_(pc.is_null(num_records), _non_empty(stats)))

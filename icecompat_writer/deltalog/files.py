@@ -49,7 +49,7 @@ def parse_num_records(stats: str | None) -> tuple[int | None, bool]:
         return int(m.group(1)), True
     try:
         parsed = json.loads(stats)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the decoder goes
         return None, False
     if not isinstance(parsed, dict):
         return None, False

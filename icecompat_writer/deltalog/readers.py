@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -36,8 +38,12 @@ __all__ = [
     "COLUMNAR_MIN_LINES",
     "NON_FILE_ACTIONS",
     "JsonActions",
+    "NotRegularFileError",
     "ParquetActions",
+    "check_regular_file",
+    "file_kind",
     "iter_json_lines",
+    "open_regular_file",
     "read_json_actions",
     "read_parquet_actions",
 ]
@@ -86,9 +92,66 @@ class ParquetActions:
     adds: list[pa.RecordBatch | list[dict[str, Any]]] = field(default_factory=list)
 
 
+class NotRegularFileError(OSError):
+    """A log file that is a named pipe, socket, device or directory: it is never read.
+
+    Reading a named pipe blocks until something writes to it (forever, in a table nobody writes), and
+    a device may never end. An ``OSError``, so every caller's handling of an unreadable file applies;
+    ``kind`` says what the file is instead (see :func:`file_kind`).
+    """
+
+    def __init__(self, path: Path, mode: int) -> None:
+        self.kind = file_kind(mode)
+        super().__init__(f"{path} is {self.kind}, not a regular file; it was not opened")
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, for messages (``st_mode`` of its stat)."""
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "not a regular file"
+
+
+def open_regular_file(path: Path) -> BinaryIO:
+    """``path`` opened for binary reading, or :class:`NotRegularFileError` when it is not a regular file.
+
+    The file is opened without blocking (opening a named pipe for reading otherwise waits for a
+    writer) and the open descriptor is checked, so a file swapped after the directory was listed
+    cannot slip through either.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFileError(path, mode)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def check_regular_file(path: Path) -> None:
+    """:class:`NotRegularFileError` unless ``path`` (links followed) is a regular file.
+
+    For files opened by pyarrow, which takes a path: checked just before, so the window in which the
+    file could be replaced is the time between two system calls.
+    """
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise NotRegularFileError(path, mode)
+
+
 def iter_json_lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """``(line_number, raw_line)`` for every non-blank line, 1-based. Opening errors propagate."""
-    with open(path, "rb") as fh:
+    """``(line_number, raw_line)`` for every non-blank line, 1-based. Opening errors propagate
+    (:class:`NotRegularFileError` for a named pipe, device or directory)."""
+    with open_regular_file(path) as fh:
         for number, raw in enumerate(fh, start=1):
             if raw.strip():
                 yield number, raw
@@ -99,9 +162,10 @@ def read_json_actions(path: Path, display_name: str) -> JsonActions:
 
     A line that is not a JSON object becomes a finding and is skipped: one torn write must not hide
     the rest of the log. A line may in principle carry several actions; each key is one action.
-    ``OSError`` from opening the file propagates (the caller decides what a missing file means).
+    ``OSError`` from opening the file propagates (the caller decides what a missing file means),
+    :class:`NotRegularFileError` included.
     """
-    with open(path, "rb") as fh:
+    with open_regular_file(path) as fh:
         data = fh.read()
     # Lines exactly as iterating the open file gives them (split after b"\n" only).
     lines = [(number, raw) for number, raw in enumerate(io.BytesIO(data), start=1) if raw.strip()]
@@ -146,6 +210,18 @@ def _read_lines(lines: Iterable[tuple[int, bytes]], display_name: str) -> JsonAc
     for number, raw in lines:
         try:
             obj = loads(raw)
+        except RecursionError:
+            # json.loads recurses once per nesting level: a line of 5,000 brackets is damage, not a
+            # reason to stop reading the log
+            out.findings.append(
+                LogFinding(
+                    FindingCode.CORRUPT_LINE,
+                    "line is JSON nested too deeply to decode; the line was skipped",
+                    display_name,
+                    number,
+                )
+            )
+            continue
         except ValueError as e:
             truncated = not raw.endswith(b"\n")
             out.findings.append(
@@ -186,11 +262,13 @@ def _read_lines(lines: Iterable[tuple[int, bytes]], display_name: str) -> JsonAc
 def read_parquet_actions(path: Path, *, with_adds: bool = True) -> ParquetActions:
     """The actions of one checkpoint part, V2 checkpoint or sidecar file.
 
-    Raises whatever pyarrow raises for an unreadable file (``OSError``, ``pyarrow.ArrowException``);
-    the caller turns it into a finding and a fallback.
+    Raises whatever pyarrow raises for an unreadable file (``OSError``, ``pyarrow.ArrowException``),
+    and :class:`NotRegularFileError` for a named pipe, device or directory (pyarrow would block on a
+    pipe, uninterruptibly); the caller turns it into a finding and a fallback.
     """
     out = ParquetActions()
     as_dicts = False
+    check_regular_file(path)
     pf = pq.ParquetFile(path)
     try:
         schema = pf.schema_arrow

@@ -21,6 +21,7 @@ collected as Arrow rows in log order and reconciled at the end in one vectorized
 
 from __future__ import annotations
 
+import bisect
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ import pyarrow as pa
 
 from icecompat_writer.errors import TableReadError
 
+from .actions import Protocol
 from .columnar import FILE_ACTIONS_SCHEMA, line_dv_key, line_rows, only_adds, reconcile
 from .findings import FindingCode, LogFinding
 from .paths import (
@@ -42,7 +44,7 @@ from .paths import (
     list_log_files,
     resolve_data_path,
 )
-from .readers import read_json_actions, read_parquet_actions
+from .readers import open_regular_file, read_json_actions, read_parquet_actions
 
 __all__ = [
     "CheckpointCandidate",
@@ -239,6 +241,13 @@ class _State:
             elif name == "metaData":
                 self.metadata = a
             elif name == "protocol":
+                try:
+                    Protocol.from_json(a)  # what the snapshot will build: refuse damage here, per line
+                except ValueError as e:
+                    findings.append(
+                        LogFinding(FindingCode.INVALID_ACTION, f"protocol action was skipped: {e}", display)
+                    )
+                    continue
                 self.protocol = a
             elif name == "txn":
                 app_id, version = a.get("appId"), a.get("version")
@@ -313,7 +322,7 @@ def replay(listing: LogListing, version: int | None = None) -> ReplayResult:
         )
 
     used: tuple[CheckpointCandidate | None, _State] | None = None
-    first_cover: tuple[list[LogFile], list[int]] | None = None
+    first_cover: tuple[list[LogFile], list[tuple[int, int]]] | None = None
     for cand in candidates:
         files, missing = _cover(listing, 0 if cand is None else cand.version + 1, target)
         if first_cover is None:
@@ -375,16 +384,32 @@ def replay(listing: LogListing, version: int | None = None) -> ReplayResult:
     )
 
 
-def _cover(listing: LogListing, start: int, target: int) -> tuple[list[LogFile], list[int]]:
-    """Commit or compaction files covering ``start..target`` in order, and the versions nothing covers.
+def _cover(listing: LogListing, start: int, target: int) -> tuple[list[LogFile], list[tuple[int, int]]]:
+    """Commit or compaction files covering ``start..target`` in order, and the ranges nothing covers.
 
     A compaction is used when it starts exactly where the next version is needed and ends inside the
     range (the longest such one): it replaces its commits, as the protocol allows.
+
+    The walk jumps from one version that has a file to the next, so it costs O(files) whatever the
+    versions are: a stray commit named 00000000999999999999.json must give one missing range, not a
+    trillion steps and a list of every missing version.
     """
     files: list[LogFile] = []
-    missing: list[int] = []
+    missing: list[tuple[int, int]] = []
+    present = sorted(
+        {v for v in listing.commits if start <= v <= target}
+        | {v for v in listing.compactions if start <= v <= target}
+    )
+    i = 0
     v = start
     while v <= target:
+        i = bisect.bisect_left(present, v, i)
+        if i == len(present):
+            _add_range(missing, v, target)
+            break
+        if present[i] > v:
+            _add_range(missing, v, present[i] - 1)
+            v = present[i]
         best: LogFile | None = None
         for c in listing.compactions.get(v, ()):
             assert c.end_version is not None
@@ -396,10 +421,23 @@ def _cover(listing: LogListing, start: int, target: int) -> tuple[list[LogFile],
         elif v in listing.commits:
             files.append(listing.commits[v])
             v += 1
-        else:
-            missing.append(v)
+        else:  # only a compaction that reaches beyond the target starts here
+            _add_range(missing, v, v)
             v += 1
     return files, missing
+
+
+def _add_range(ranges: list[tuple[int, int]], first: int, last: int) -> None:
+    """Append ``first..last`` to ascending ``ranges``, merged with the last one when adjacent."""
+    if ranges and ranges[-1][1] == first - 1:
+        ranges[-1] = (ranges[-1][0], last)
+    else:
+        ranges.append((first, last))
+
+
+def _commits_in(listing: LogListing, first: int, last: int) -> list[int]:
+    """The versions ``first..last`` that have a commit file, ascending (O(commits), not O(range))."""
+    return sorted(v for v in listing.commits if first <= v <= last)
 
 
 def _run(
@@ -445,8 +483,9 @@ def _apply_compaction(
     """Apply a compaction file, or its commits when it is damaged and they all still exist."""
     assert lf.end_version is not None
     display = listing.rel(lf.path)
-    covered = range(lf.version, lf.end_version + 1)
-    commits_present = all(v in listing.commits for v in covered)
+    # never iterate the range itself: a compaction's name may claim a trillion versions
+    in_range = _commits_in(listing, lf.version, lf.end_version)
+    commits_present = len(in_range) == lf.end_version - lf.version + 1
     try:
         read = read_json_actions(lf.path, display)
         problem = read.findings[0].message if read.findings else None
@@ -461,21 +500,26 @@ def _apply_compaction(
                 display,
             )
         )
-        for v in covered:
+        for v in in_range:
             _apply_commit(listing, listing.commits[v], state, target, findings)
         return
     if read is None:
+        gaps: list[tuple[int, int]] = []
+        after = lf.version
+        for v in [*in_range, lf.end_version + 1]:
+            if v > after:
+                gaps.append((after, v - 1))
+            after = v + 1
         findings.append(
             LogFinding(
                 FindingCode.UNREADABLE_FILE,
                 f"compaction file could not be read ({problem}) and versions "
-                f"{[v for v in covered if v not in listing.commits]} have no commit file",
+                f"{_render_ranges(gaps)} have no commit file",
                 display,
             )
         )
-        for v in covered:
-            if v in listing.commits:
-                _apply_commit(listing, listing.commits[v], state, target, findings)
+        for v in in_range:
+            _apply_commit(listing, listing.commits[v], state, target, findings)
         return
     findings.extend(read.findings)
     state.apply(read.actions, display, findings)
@@ -604,8 +648,8 @@ def _read_commit_info(listing: LogListing, lf: LogFile) -> dict[str, Any] | None
     return None
 
 
-def _report_missing(listing: LogListing, missing: list[int], findings: list[LogFinding]) -> None:
-    for start, end in _ranges(missing):
+def _report_missing(listing: LogListing, missing: list[tuple[int, int]], findings: list[LogFinding]) -> None:
+    for start, end in missing:
         span = f"version {start}" if start == end else f"versions {start}..{end}"
         findings.append(
             LogFinding(
@@ -617,14 +661,8 @@ def _report_missing(listing: LogListing, missing: list[int], findings: list[LogF
         )
 
 
-def _ranges(values: list[int]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for v in sorted(values):
-        if out and out[-1][1] == v - 1:
-            out[-1] = (out[-1][0], v)
-        else:
-            out.append((v, v))
-    return out
+def _render_ranges(ranges: list[tuple[int, int]]) -> str:
+    return ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in ranges)
 
 
 def _check_last_checkpoint(listing: LogListing, findings: list[LogFinding]) -> None:
@@ -632,7 +670,8 @@ def _check_last_checkpoint(listing: LogListing, findings: list[LogFinding]) -> N
     path = listing.log_dir / LAST_CHECKPOINT_FILE
     display = listing.rel(path)
     try:
-        text = path.read_bytes()
+        with open_regular_file(path) as fh:  # a named pipe here would block the reader forever
+            text = fh.read()
     except FileNotFoundError:
         return
     except OSError as e:
@@ -643,6 +682,13 @@ def _check_last_checkpoint(listing: LogListing, findings: list[LogFinding]) -> N
     except ValueError as e:
         findings.append(
             LogFinding(FindingCode.UNREADABLE_LAST_CHECKPOINT, f"not valid JSON ({e}); ignored", display)
+        )
+        return
+    except RecursionError:  # json.loads recurses per nesting level; the hint is only a hint
+        findings.append(
+            LogFinding(
+                FindingCode.UNREADABLE_LAST_CHECKPOINT, "JSON nested too deeply to decode; ignored", display
+            )
         )
         return
     version = obj.get("version") if isinstance(obj, dict) else None

@@ -163,6 +163,8 @@ def read_commit(table_root: str | Path, version: int) -> list[dict[str, Any]]:
                 obj = json.loads(raw)
             except ValueError as e:
                 raise TableReadError(f"commit {version} line {number} is not valid JSON: {e}") from e
+            except RecursionError:
+                raise TableReadError(f"commit {version} line {number} is JSON nested too deeply") from None
             if not isinstance(obj, dict):
                 raise TableReadError(f"commit {version} line {number} is not a JSON object")
             out.append(obj)

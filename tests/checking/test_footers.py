@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -390,6 +391,36 @@ def test_encrypted_footer(tmp_path: Path) -> None:
 def test_directory(tmp_path: Path) -> None:
     with pytest.raises(FooterReadError):
         read_footer(tmp_path)
+
+
+def test_named_pipe_is_never_opened(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "x.parquet")
+    with pytest.raises(FooterReadError, match="named pipe"):
+        read_footer(tmp_path / "x.parquet")
+
+
+# Footers whose FileMetaData field 1 is a container the decoder walks to reach field 2 (the schema).
+@pytest.mark.parametrize(
+    ("footer", "reason"),
+    [
+        (b"\x1b" + b"\xff" * 8 + b"\x7f" + b"\x11" + b"\x00\x00", "longer than the footer"),  # 2^62 pairs
+        (b"\x19\xf5\x09" + b"\x00" * 4, "longer than the footer"),  # a list of 9 i32 in 4 bytes
+        (b"\x1b\x01\x95" + b"\x00" * 8, "damaged"),  # a map keyed by lists
+    ],
+    ids=["endless-boolean-map", "list-longer-than-footer", "unhashable-map-key"],
+)
+def test_forged_container_counts_are_footer_errors(tmp_path: Path, footer: bytes, reason: str) -> None:
+    (tmp_path / "x.parquet").write_bytes(b"PAR1" + footer + struct.pack("<I", len(footer)) + b"PAR1")
+    with pytest.raises(FooterReadError, match=reason):
+        read_footer(tmp_path / "x.parquet")
+
+
+def test_booleans_in_a_map_take_a_byte_each(tmp_path: Path) -> None:
+    # field 1 is the map {true: false} (a byte per value), then the struct ends without a schema
+    footer = b"\x1b\x01\x11\x01\x02\x00"
+    (tmp_path / "x.parquet").write_bytes(b"PAR1" + footer + struct.pack("<I", len(footer)) + b"PAR1")
+    with pytest.raises(FooterReadError, match="has no schema"):
+        read_footer(tmp_path / "x.parquet")
 
 
 # --- file_facts ----------------------------------------------------------------------------------

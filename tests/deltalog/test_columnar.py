@@ -233,6 +233,17 @@ ODD_LINES: dict[str, list[bytes]] = {
         b'"dataChange":true}}\n'
     ],
     "baseRowId a string": [b'{"add":{"path":"x.parquet","baseRowId":"5","dataChange":true}}\n'],
+    # damage that once broke the reader (RecursionError, OverflowError) instead of being a finding
+    "JSON nested too deeply": [b"[" * 5000 + b"]" * 5000 + b"\n"],
+    "add nested too deeply": [b'{"add":{"path":"x.parquet","future":' + b"[" * 5000 + b"]" * 5000 + b"}}\n"],
+    "size infinite": [b'{"add":{"path":"x.parquet","size":1e400,"dataChange":true}}\n'],
+    "deletion vector offset infinite": [
+        b'{"add":{"path":"x.parquet","deletionVector":{"storageType":"u","pathOrInlineDv":"ab","offset":1e400},'
+        b'"dataChange":true}}\n'
+    ],
+    "stats nested too deeply": [
+        b'{"add":{"path":"x.parquet","stats":"' + b"[" * 5000 + b"]" * 5000 + b'","dataChange":true}}\n'
+    ],
     "txn and domain between adds": [
         json.dumps(lb.txn("app", 3)).encode() + b"\n",
         json.dumps(lb.domain("d", "{}")).encode() + b"\n",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +15,9 @@ from icecompat_writer.deltalog import (
     list_versions,
     read_commit,
     read_snapshot,
+    readers,
 )
+from icecompat_writer.deltalog import replay as replay_module
 from icecompat_writer.errors import TableReadError
 
 from . import logbuilder as lb
@@ -249,6 +253,75 @@ def test_invalid_actions_are_findings(tmp_path: Path) -> None:
     assert codes(snap).count(FindingCode.INVALID_ACTION) == 5
 
 
+DEEP = b"[" * 5000 + b"]" * 5000  # deeper than json.loads can recurse
+
+
+def test_a_line_nested_too_deeply_is_a_corrupt_line(tmp_path: Path) -> None:
+    b = start(tmp_path, lb.add("a.parquet"))
+    b.raw("00000000000000000001.json", DEEP + b"\n" + json.dumps(lb.add("b.parquet")).encode() + b"\n")
+    snap = read_snapshot(tmp_path)
+    assert paths(snap) == {"a.parquet", "b.parquet"}
+    (finding,) = snap.findings
+    assert finding.code is FindingCode.CORRUPT_LINE and finding.line == 1
+    assert "nested too deeply" in finding.message
+
+
+@pytest.mark.parametrize(
+    "add",
+    [
+        {**lb.add("x.parquet")["add"], "size": float("inf")},
+        {**lb.add("x.parquet")["add"], "modificationTime": float("-inf")},
+        {**lb.add("x.parquet")["add"], "deletionVector": {**lb.dv("ab"), "offset": float("inf")}},
+    ],
+    ids=["size", "modification-time", "dv-offset"],
+)
+def test_an_add_with_an_infinite_number_is_an_invalid_action(tmp_path: Path, add: dict) -> None:
+    start(tmp_path, lb.add("a.parquet"), {"add": add})  # json.dumps writes Infinity
+    snap = read_snapshot(tmp_path)
+    assert paths(snap) == {"a.parquet"}
+    assert codes(snap) == [FindingCode.INVALID_ACTION]
+
+
+def test_stats_nested_too_deeply_are_unparseable(tmp_path: Path) -> None:
+    start(tmp_path, lb.add("a.parquet", stats=DEEP.decode()))
+    snap = read_snapshot(tmp_path)
+    assert snap.add_files[0].num_records is None
+    assert codes(snap) == [FindingCode.UNPARSEABLE_STATS]
+
+
+@pytest.mark.parametrize(
+    "protocol",
+    [
+        {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": [{}], "writerFeatures": []},
+        {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": True, "writerFeatures": []},
+        {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": "columnMapping"},
+        {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": [], "writerFeatures": [1]},
+        {"minReaderVersion": float("inf"), "minWriterVersion": 7},
+        {"minReaderVersion": 1, "minWriterVersion": float("nan")},
+        {"minReaderVersion": [3], "minWriterVersion": 7},
+    ],
+    ids=[
+        "feature-an-object",
+        "features-a-bool",
+        "features-a-string",
+        "feature-a-number",
+        "reader-version-infinite",
+        "writer-version-nan",
+        "reader-version-a-list",
+    ],
+)
+def test_a_malformed_protocol_is_an_invalid_action_and_the_previous_one_stays(
+    tmp_path: Path, protocol: dict
+) -> None:
+    b = start(tmp_path, lb.add("a.parquet"))
+    b.commit(1, [{"protocol": protocol}, lb.add("b.parquet")])
+    snap = read_snapshot(tmp_path)
+    assert snap.protocol == read_snapshot(tmp_path, version=0).protocol
+    assert paths(snap) == {"a.parquet", "b.parquet"}
+    (finding,) = snap.findings
+    assert finding.code is FindingCode.INVALID_ACTION and "protocol" in finding.message
+
+
 def test_unparseable_stats_are_a_finding(tmp_path: Path) -> None:
     start(tmp_path, lb.add("a.parquet", stats="{not json"), lb.add("b.parquet", stats='{"minValues":{}}'))
     snap = read_snapshot(tmp_path)
@@ -263,6 +336,49 @@ def test_missing_middle_commit_is_a_finding(tmp_path: Path) -> None:
     assert paths(snap) == {"a.parquet", "c.parquet"}
     (finding,) = snap.findings
     assert finding.code is FindingCode.MISSING_COMMIT and "version 1 " in finding.message
+
+
+def test_missing_commits_are_reported_as_ranges(tmp_path: Path) -> None:
+    b = start(tmp_path, lb.add("a.parquet"))
+    b.commit(3, [lb.add("b.parquet")])
+    b.commit(5, [lb.add("c.parquet")])
+    b.commit(10**12, [lb.commit_info()])  # a stray name: one range, found without walking to it
+    snap = read_snapshot(tmp_path)
+    assert snap.version == 10**12 and paths(snap) == {"a.parquet", "b.parquet", "c.parquet"}
+    assert [f.message.split(" missing")[0] for f in snap.findings] == [
+        "versions 1..2",
+        "version 4",
+        f"versions 6..{10**12 - 1}",
+    ]
+    assert {f.code for f in snap.findings} == {FindingCode.MISSING_COMMIT}
+
+
+@pytest.mark.parametrize("unreadable", [False, True], ids=["damaged", "unreadable"])
+def test_a_compaction_claiming_a_huge_range_is_not_walked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unreadable: bool
+) -> None:
+    b = start(tmp_path, lb.add("a.parquet"))
+    b.commit(1, [lb.add("b.parquet")])
+    b.commit(10**12, [lb.commit_info()])
+    b.raw(f"{1:020d}.{10**12 - 1:020d}.compacted.json", b'{"add":{"path":"c.parq\n')
+    if unreadable:
+        read = replay_module.read_json_actions
+
+        def refuse(path: Path, display: str) -> Any:
+            if "compacted" in path.name:
+                raise OSError("permission denied")
+            return read(path, display)
+
+        monkeypatch.setattr(replay_module, "read_json_actions", refuse)
+    snap = read_snapshot(tmp_path)
+    if unreadable:  # what the commits still say is used, and the gaps are named as ranges
+        assert paths(snap) == {"a.parquet", "b.parquet"}
+        (finding,) = snap.findings
+        assert finding.code is FindingCode.UNREADABLE_FILE
+        assert f"versions 2..{10**12 - 1} have no commit file" in finding.message
+    else:  # a damaged compaction whose commits are gone is read for what it holds
+        assert paths(snap) == {"a.parquet"}
+        assert codes(snap) == [FindingCode.CORRUPT_LINE]
 
 
 # --- compaction files ----------------------------------------------------------------------------
@@ -424,6 +540,44 @@ def test_missing_sidecar_falls_back_to_older_checkpoint_or_commits(tmp_path: Pat
     assert finding.code is FindingCode.UNREADABLE_SIDECAR
 
 
+def test_a_sidecar_that_is_a_named_pipe_is_never_opened(tmp_path: Path) -> None:
+    b = _checkpointed(tmp_path)
+    non_file = [a for a in CP_STATE if "add" not in a and "remove" not in a]
+    file_actions = [a for a in CP_STATE if "add" in a or "remove" in a]
+    _, sidecars = b.v2_checkpoint(2, non_file, file_actions, sidecars=2)
+    sidecars[0].unlink()
+    os.mkfifo(sidecars[0])  # pyarrow would block opening it, in native code nothing interrupts
+    snap = read_snapshot(tmp_path)
+    _expect_state(snap, None)
+    (finding,) = snap.findings
+    assert finding.code is FindingCode.UNREADABLE_SIDECAR and "named pipe" in finding.message
+
+
+def test_a_last_checkpoint_that_is_a_named_pipe_is_never_opened(tmp_path: Path) -> None:
+    b = _checkpointed(tmp_path)
+    b.classic_checkpoint(2, CP_STATE)
+    os.mkfifo(b.log / "_last_checkpoint")
+    snap = read_snapshot(tmp_path)
+    _expect_state(snap, 2)
+    (finding,) = snap.findings
+    assert finding.code is FindingCode.UNREADABLE_LAST_CHECKPOINT and "named pipe" in finding.message
+
+
+def test_log_files_that_are_not_regular_files_are_never_opened(tmp_path: Path) -> None:
+    b = start(tmp_path, lb.add("a.parquet"))
+    os.mkfifo(b.log / f"{1:020d}.json")  # not listed as a commit: reported as missing if needed
+    (b.log / f"{2:020d}.json").mkdir()
+    b.commit(3, [lb.add("d.parquet")])
+    snap = read_snapshot(tmp_path)
+    assert paths(snap) == {"a.parquet", "d.parquet"}
+    assert codes(snap) == [FindingCode.MISSING_COMMIT]
+    # a file swapped for a pipe after the listing is refused when it is opened
+    with pytest.raises(readers.NotRegularFileError, match="named pipe"):
+        readers.read_json_actions(b.log / f"{1:020d}.json", "x")
+    with pytest.raises(TableReadError, match="named pipe"):
+        read_commit(tmp_path, 1)
+
+
 def test_missing_sidecar_without_fallback_reads_what_is_left(tmp_path: Path) -> None:
     b = _checkpointed(tmp_path)
     non_file = [a for a in CP_STATE if "add" not in a and "remove" not in a]
@@ -519,9 +673,12 @@ def test_last_checkpoint_with_wrong_part_count(tmp_path: Path) -> None:
     assert codes(read_snapshot(tmp_path)) == [FindingCode.STALE_LAST_CHECKPOINT]
 
 
-def test_unreadable_last_checkpoint(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "text", [b'{"version": 2, "si', b"[" * 5000 + b"]" * 5000], ids=["truncated", "nested-too-deeply"]
+)
+def test_unreadable_last_checkpoint(tmp_path: Path, text: bytes) -> None:
     b = _checkpointed(tmp_path)
-    b.raw("_last_checkpoint", b'{"version": 2, "si')
+    b.raw("_last_checkpoint", text)
     snap = read_snapshot(tmp_path)
     _expect_state(snap, None)
     assert codes(snap) == [FindingCode.UNREADABLE_LAST_CHECKPOINT]

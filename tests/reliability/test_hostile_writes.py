@@ -730,13 +730,6 @@ def test_sharp_s_and_double_s_are_two_columns_as_in_delta(spark: SparkSession, t
 
 @pytest.mark.spark
 @pytest.mark.parametrize("profile", ["v3", "writer-v1"])
-@pytest.mark.xfail(
-    strict=True,
-    raises=IcecompatError,
-    reason="jvm_shim PendingWrite.write applies the planned metadata before the planned protocol; "
-    "delta-spark then refuses a schema that needs timestampNtz (DELTA_FEATURES_REQUIRE_MANUAL_ENABLEMENT) "
-    "although the plan adds the feature",
-)
 def test_merge_schema_can_add_a_timestamp_ntz_column(
     spark: SparkSession, table_path: Path, profile: str
 ) -> None:

@@ -138,6 +138,9 @@ public final class PendingWrite {
     partitionBy = scala.Option.apply(Scala.seq(list(metadata.partitionColumns())));
 
     boolean newTable = txn.readVersion() < 0;
+    if (!newTable) {
+      applyPlannedProtocol(protocol);
+    }
     if (newTable) {
       txn.updateMetadataForNewTable(metadata);
     } else if (req.path("metadataChanged").asBoolean(true)) {
@@ -147,9 +150,7 @@ public final class PendingWrite {
         txn.updateMetadata(metadata, false);
       }
     }
-    if (!protocol.equals(txn.protocol())) {
-      txn.updateProtocol(protocol);
-    }
+    applyPlannedProtocol(protocol);
 
     Map<String, String> options = new HashMap<>();
     req.path("options").fields().forEachRemaining(e -> options.put(e.getKey(), e.getValue().asText()));
@@ -291,14 +292,15 @@ public final class PendingWrite {
       data = RowTracking.preserveRowTrackingColumns(data, new PlannedState(snap, protocol, metadata));
     }
 
+    if (!newTableState) {
+      applyPlannedProtocol(protocol);
+    }
     if (newTableState) {
       txn.updateMetadataForNewTable(metadata);
     } else if (req.path("metadataChanged").asBoolean(true)) {
       txn.updateMetadata(metadata, false);
     }
-    if (!protocol.equals(txn.protocol())) {
-      txn.updateProtocol(protocol);
-    }
+    applyPlannedProtocol(protocol);
 
     List<Action> produced = new ArrayList<>();
     ArrayNode added = JSON.createArrayNode();
@@ -360,6 +362,22 @@ public final class PendingWrite {
           Scala.map(tags));
     } finally {
       Guard.exitTrusted();
+    }
+  }
+
+  /**
+   * Makes the planned protocol the transaction's protocol. Called before the metadata update too:
+   * delta-spark's updateMetadata checks the new schema against the transaction's protocol (the
+   * snapshot's until one is set), so a column that needs a feature not every table may turn on by
+   * itself (timestampNtz) is refused with DELTA_FEATURES_REQUIRE_MANUAL_ENABLEMENT unless the
+   * planned protocol, which adds it, is already in place. Called again after, because updateMetadata
+   * may replace the protocol (a new table gets Protocol.forNewTable) and the plan is what commits.
+   * A new table gets it only after: delta-spark assigns a new table's protocol from its metadata
+   * whatever was set before, and checks that metadata against no protocol of the table's own.
+   */
+  private void applyPlannedProtocol(Protocol protocol) {
+    if (!protocol.equals(txn.protocol())) {
+      txn.updateProtocol(protocol);
     }
   }
 
