@@ -252,6 +252,55 @@ def _carry_field_metadata(new_t: Any, old_t: Any) -> Any:
     return copy.deepcopy(new_t)
 
 
+def _check_data_schema(t: Any, path: str, problems: list[Violation]) -> None:
+    """Names Delta would take for one column, and structs Parquet cannot store, anywhere in the schema.
+
+    delta-spark refuses both itself (DELTA_DUPLICATE_COLUMNS_FOUND, DELTA_CANNOT_WRITE_EMPTY_SCHEMA), but
+    without a fix, and an empty struct below an array or map can get as far as Parquet's writer on some
+    paths. Found here, every occurrence is listed with its full path before any file exists.
+    """
+    if not isinstance(t, Mapping):
+        return
+    kind = t.get("type")
+    if kind == "struct":
+        fields = t.get("fields") or []
+        if not fields:
+            problems.append(
+                write_violation(
+                    "DELTA-WRITE-EMPTY-STRUCT",
+                    path,
+                    "a struct without fields cannot be stored (Parquet has no empty group)",
+                    "drop the column, or give the struct at least one field",
+                )
+            )
+        seen: dict[str, str] = {}
+        for f in fields:
+            name = f["name"]
+            here = _join(path, name)
+            folded = fold_name(name)
+            first = seen.get(folded)
+            if first is None:
+                seen[folded] = name
+            else:
+                problems.append(
+                    write_violation(
+                        "DELTA-WRITE-DUPLICATE-COLUMN",
+                        here,
+                        f"Delta matches column names ignoring case, so this name is the same column as "
+                        f"{_join(path, first)}",
+                        "rename or drop one of the two columns before writing",
+                        observed=name,
+                        expected=first,
+                    )
+                )
+            _check_data_schema(f["type"], here, problems)
+    elif kind == "array":
+        _check_data_schema(t.get("elementType"), f"{path}.element", problems)
+    elif kind == "map":
+        _check_data_schema(t.get("keyType"), f"{path}.key", problems)
+        _check_data_schema(t.get("valueType"), f"{path}.value", problems)
+
+
 def _check_partitioning(
     intent: WriteIntent, schema: Mapping[str, Any], problems: list[Violation]
 ) -> tuple[str, ...]:
@@ -335,6 +384,9 @@ def compose_metadata(intent: WriteIntent, previous: Metadata | None) -> Metadata
     problems: list[Violation] = []
     data_schema = _as_nullable(copy.deepcopy(dict(intent.data_schema)))
     props = dict(intent.properties or {})
+    _check_data_schema(data_schema, "", problems)
+    if problems:  # merging or planning a schema with these would only add confusing follow-ups
+        raise CompatViolation(problems, "(the write does not fit Delta's rules)")
 
     if previous is None:
         partitions = _check_partitioning(intent, data_schema, problems)

@@ -652,6 +652,41 @@ def test_a_partition_column_delta_cannot_partition_by_is_refused_before_any_file
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize(
+    ("select", "rule", "path"),
+    [
+        ("id, id as ID", "DELTA-WRITE-DUPLICATE-COLUMN", "ID"),
+        ("id, named_struct('a', 1, 'A', 2) as s", "DELTA-WRITE-DUPLICATE-COLUMN", "s.A"),
+        ("id, named_struct() as s", "DELTA-WRITE-EMPTY-STRUCT", "s"),
+        ("id, array(named_struct()) as s", "DELTA-WRITE-EMPTY-STRUCT", "s.element"),
+    ],
+    ids=["duplicate", "nested-duplicate", "empty-struct", "empty-element"],
+)
+@pytest.mark.parametrize("existing", [False, True], ids=["new", "append"])
+def test_names_delta_merges_and_empty_structs_are_refused_with_a_rule(
+    spark: SparkSession, table_path: Path, select: str, rule: str, path: str, existing: bool
+) -> None:
+    """Found as the largest share of soak outcomes: delta-spark's own DELTA_DUPLICATE_COLUMNS_FOUND and
+    DELTA_CANNOT_WRITE_EMPTY_SCHEMA (no rule, no fix), and for an empty struct in an array of a
+    mergeSchema append, Parquet's "Cannot write a schema with an empty group" from the tasks."""
+    if existing:
+        compat_write(spark.range(2), str(table_path))
+    before = snapshot_dir(table_path) if existing else None
+    with pytest.raises(CompatViolation) as err:
+        compat_write(
+            spark.sql(f"select {select} from range(2)"),
+            str(table_path),
+            mode="append" if existing else "errorifexists",
+            options={"mergeSchema": "true"},
+        )
+    assert [(v.rule, v.path) for v in err.value.violations] == [(rule, path)]
+    if existing:
+        assert snapshot_dir(table_path) == before
+    else:
+        assert not table_path.exists()
+
+
+@pytest.mark.spark
 def test_a_write_refused_after_its_files_leaves_no_directory_behind(
     spark: SparkSession, table_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -131,3 +131,50 @@ def test_new_tables_store_the_dataframe_schema_as_nullable() -> None:
     assert f_id["nullable"] and f_arr["nullable"] and f_arr["type"]["containsNull"]
     assert f_arr["type"]["elementType"]["fields"][0]["nullable"]
     assert f_m["type"]["valueContainsNull"]
+
+
+@pytest.mark.parametrize("mode", ["errorifexists", "append", "overwrite"])
+def test_names_delta_takes_as_one_column_are_refused_at_every_depth(mode: str) -> None:
+    data = struct(
+        field("id", "long"),
+        field("ID", "long"),
+        field("s", struct(field("x", "integer"), field("X", "integer"))),
+        field(
+            "a",
+            {
+                "type": "array",
+                "elementType": struct(field("q", "long"), field("Q", "long")),
+                "containsNull": True,
+            },
+        ),
+        field("ß", "long"),
+        field("SS", "long"),
+    )
+    with pytest.raises(CompatViolation) as err:
+        compose_metadata(
+            WriteIntent(mode, data, merge_schema=True), None if mode == "errorifexists" else previous()
+        )
+    found = {(v.profile, v.rule, v.path, v.observed, v.expected) for v in err.value.violations}
+    assert found == {
+        ("delta", "DELTA-WRITE-DUPLICATE-COLUMN", "ID", "ID", "id"),
+        ("delta", "DELTA-WRITE-DUPLICATE-COLUMN", "s.X", "X", "x"),
+        ("delta", "DELTA-WRITE-DUPLICATE-COLUMN", "a.element.Q", "Q", "q"),
+    }
+    assert all("rename or drop" in v.fix for v in err.value.violations)
+
+
+def test_structs_without_fields_are_refused_wherever_they_are() -> None:
+    empty = struct()
+    data = struct(
+        field("id", "long"),
+        field("e", empty),
+        field("a", {"type": "array", "elementType": empty, "containsNull": True}),
+        field("m", {"type": "map", "keyType": "string", "valueType": empty, "valueContainsNull": True}),
+    )
+    with pytest.raises(CompatViolation) as err:
+        compose_metadata(WriteIntent("errorifexists", data), None)
+    assert {(v.rule, v.path) for v in err.value.violations} == {
+        ("DELTA-WRITE-EMPTY-STRUCT", "e"),
+        ("DELTA-WRITE-EMPTY-STRUCT", "a.element"),
+        ("DELTA-WRITE-EMPTY-STRUCT", "m.value"),
+    }
