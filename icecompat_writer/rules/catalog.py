@@ -787,7 +787,9 @@ def _file_rules() -> list[Rule]:
             "no_deletion_vector_files",
             checks="No AddFile carries a deletion vector.",
             message="file {file} has a deletion vector, which Iceberg V2 readers ignore",
-            fix="purge the deletion vectors (REORG TABLE ... APPLY (PURGE)) or " + UPGRADE,
+            fix="turn deletion vectors off (delta.enableDeletionVectors=false) and purge them with "
+            "REORG TABLE ... APPLY (PURGE); `icecompat upgrade` does not remove deletion vectors under "
+            "writer-v1",
             clause=P2_WRITER,
         ),
     ]
