@@ -19,6 +19,7 @@ from icecompat_writer.rules.schema import (
     CM_NESTED_IDS,
     CM_PHYSICAL_NAME,
     column_id,
+    id_filler,
     join_path,
     matched_fields,
     physical_name,
@@ -87,7 +88,7 @@ def scan(schema: Mapping[str, Any]) -> Scan:
                 if _is_id(cid) and cid > out.max_id:
                     out.max_id = cid
                 nested = md.get(CM_NESTED_IDS)
-                if isinstance(nested, Mapping):
+                if type(nested) is dict or isinstance(nested, Mapping):
                     for v in nested.values():
                         if _is_id(v) and v > out.max_id:
                             out.max_id = v
@@ -194,6 +195,7 @@ def rename_physical(fields: Fields, template: str, keep: Callable[[dict[str, Any
     Only columns that have no data yet may be renamed physically; ``keep`` says which ones do.
     """
     changed: Changed = []
+    fill = id_filler(template)
     for f, path in fields:
         md = f.get("metadata")
         if not isinstance(md, dict) or keep(f):
@@ -201,7 +203,7 @@ def rename_physical(fields: Fields, template: str, keep: Callable[[dict[str, Any
         cid = md.get(CM_ID)
         if not _is_id(cid):
             continue
-        want = template.format(id=cid)
+        want = fill(cid)
         if md.get(CM_PHYSICAL_NAME) != want:
             md[CM_PHYSICAL_NAME] = want
             changed.append((path, f"{CM_PHYSICAL_NAME}={want}"))
@@ -222,16 +224,16 @@ def assign_nested_ids(
     def assign(f: dict[str, Any], key: str, slot_path: str, field_path: str) -> None:
         md = f.get("metadata")
         nested = md.get(CM_NESTED_IDS) if isinstance(md, dict) else None
-        if isinstance(nested, Mapping) and _is_id(nested.get(key)):
+        if (type(nested) is dict or isinstance(nested, Mapping)) and _is_id(nested.get(key)):
             return
         old = matches.get(id(f))
         old_md = old.get("metadata") if old is not None else None
-        old_ids = old_md.get(CM_NESTED_IDS) if isinstance(old_md, Mapping) else None
-        reuse = old_ids.get(key) if isinstance(old_ids, Mapping) else None
+        old_ids = old_md.get(CM_NESTED_IDS) if (type(old_md) is dict or isinstance(old_md, Mapping)) else None
+        reuse = old_ids.get(key) if (type(old_ids) is dict or isinstance(old_ids, Mapping)) else None
         value = reuse if _is_id(reuse) else ids.next()
         md = _metadata(f)
         if not isinstance(nested, dict):
-            nested = dict(nested) if isinstance(nested, Mapping) else {}
+            nested = dict(nested) if (type(nested) is dict or isinstance(nested, Mapping)) else {}
             md[CM_NESTED_IDS] = nested
         nested[key] = value
         how = "kept the existing nested id" if value is reuse else "assigned nested id"

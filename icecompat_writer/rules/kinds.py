@@ -31,6 +31,7 @@ from icecompat_writer.rules.schema import (
     column_id,
     contains_struct,
     field_metadata,
+    id_filler,
     matched_fields,
     physical_path,
     quote_name,
@@ -292,7 +293,7 @@ def _nested_ids_assigned(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     of its nearest ancestor struct field, under the key <physical name>.<element|key|value>..."""
     for s in ctx.schema.slots:
         ids = s.owner.metadata.get(CM_NESTED_IDS)
-        value = ids.get(s.key) if isinstance(ids, Mapping) else None
+        value = ids.get(s.key) if (type(ids) is dict or isinstance(ids, Mapping)) else None
         if not isinstance(value, int) or isinstance(value, bool):
             yield _f(
                 s.path,
@@ -306,12 +307,12 @@ def _nested_ids_assigned(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
 @kind("physical_name_pattern", Scope.SCHEMA, params=("template",))
 def _physical_name_pattern(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """Every field with a column id has the physical name ``template`` filled with that id."""
-    template = rule.param("template")
+    fill = id_filler(rule.param("template"))
     for f in ctx.schema.fields:
         cid = f.column_id
         if cid is None:
             continue
-        want = template.format(id=cid)
+        want = fill(cid)
         got = f.metadata.get(CM_PHYSICAL_NAME)
         if got != want:
             yield _f(f.path, observed=_shown(got), expected=want)

@@ -37,6 +37,7 @@ __all__ = [
     "field_lookup",
     "field_metadata",
     "fold_name",
+    "id_filler",
     "index_schema",
     "index_schema_string",
     "join_path",
@@ -94,6 +95,8 @@ def type_category(t: Any) -> str:
     recognisable comes back as its text so that allow-lists refuse it instead of crashing on it.
     """
     if isinstance(t, str):
+        if t in _SIMPLE:  # most leaves: one set lookup instead of three prefix tests
+            return t
         if t.startswith("decimal"):
             return "decimal"
         if t.startswith("geometry"):
@@ -101,7 +104,7 @@ def type_category(t: Any) -> str:
         if t.startswith("geography"):
             return "geography"
         return t
-    if isinstance(t, Mapping):
+    if type(t) is dict or isinstance(t, Mapping):
         inner = t.get("type")
         if isinstance(inner, str):
             return inner if inner in _COMPLEX else type_category(inner)
@@ -127,9 +130,21 @@ def type_text(t: Any) -> str:
     return cat
 
 
+def id_filler(template: str) -> Callable[[int], str]:
+    """``template`` (such as ``col-{id}``) as a function of the id.
+
+    A schema of 10,000 leaves fills it for every field, twice per plan; concatenation is a third of
+    the cost of ``str.format``. Templates with other placeholders still go through ``str.format``.
+    """
+    head, sep, tail = template.partition("{id}")
+    if sep and "{" not in head + tail and "}" not in head + tail:
+        return lambda cid: head + str(cid) + tail
+    return lambda cid: template.format(id=cid)
+
+
 def field_metadata(f: Mapping[str, Any]) -> Mapping[str, Any]:
     md = f.get("metadata")
-    return md if isinstance(md, Mapping) else {}
+    return md if (type(md) is dict or isinstance(md, Mapping)) else {}
 
 
 def physical_name(f: Mapping[str, Any]) -> str:
@@ -146,7 +161,7 @@ def column_id(f: Mapping[str, Any]) -> int | None:
 
 def nested_ids(f: Mapping[str, Any]) -> Mapping[str, Any]:
     v = field_metadata(f).get(CM_NESTED_IDS)
-    return v if isinstance(v, Mapping) else {}
+    return v if (type(v) is dict or isinstance(v, Mapping)) else {}
 
 
 @dataclass(slots=True, eq=False)
@@ -293,7 +308,7 @@ def index_schema(schema: Mapping[str, Any]) -> SchemaIndex:
             where = f"struct `{parent_path}`" if parent_path else "the schema"
             raise MalformedSchemaError(f"the fields of {where} are not a list ({type(fields).__name__})")
         for f in fields or ():
-            if not isinstance(f, Mapping):
+            if not (type(f) is dict or isinstance(f, Mapping)):
                 continue
             name = f.get("name", "")
             if not isinstance(name, str):
@@ -301,7 +316,7 @@ def index_schema(schema: Mapping[str, Any]) -> SchemaIndex:
             q = name if name and "." not in name and "`" not in name else quote_name(name)
             path = parent_path + "." + q if parent_path else q
             md = f.get("metadata")
-            if isinstance(md, Mapping) and md:
+            if (type(md) is dict or isinstance(md, Mapping)) and md:
                 keys.update(md)
                 cid = md.get(CM_ID)
                 if not isinstance(cid, int) or isinstance(cid, bool):
