@@ -35,6 +35,7 @@ from icecompat_writer.writing.compose import (
     REPLACE_MODES,
     WriteIntent,
     compose_metadata,
+    runtime_violations,
     write_violation,
 )
 from icecompat_writer.writing.target import Target, parse_target
@@ -386,6 +387,7 @@ def compat_write(
         composed = compose_metadata(intent, previous.metadata if previous else None)
         planned = plan_fn(req.profile, composed, None, previous)
         problems = validate_fn(req.profile, planned.metadata, planned.protocol, previous)
+        problems = [*problems, *runtime_violations(planned.metadata, planned.protocol, req.properties)]
         if problems:
             raise CompatViolation(problems, f"(planning {tgt.display})")
 

@@ -16,11 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from icecompat_writer.deltalog.actions import Metadata
+from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import CompatViolation, Violation
 from icecompat_writer.rules.schema import fold_name, join_path, quote_name
 
-__all__ = ["WriteIntent", "compose_metadata", "merge_schemas", "write_violation"]
+__all__ = ["WriteIntent", "compose_metadata", "merge_schemas", "runtime_violations", "write_violation"]
 
 WRITE_PROFILE = "delta"  # the "profile" named on violations of Delta's own write rules
 
@@ -374,6 +374,100 @@ def _check_properties(configuration: Mapping[str, Any], problems: list[Violation
                     observed=key,
                 )
             )
+
+
+# Delta properties delta-spark parses as booleans (Scala's toBoolean: `true`/`false` in any case, no
+# spaces). A value it cannot parse fails the write inside delta-spark with "For input string".
+BOOLEAN_PROPERTIES = frozenset(
+    {
+        "delta.appendonly", "delta.enablechangedatafeed", "delta.enabledeletionvectors",
+        "delta.enablerowtracking", "delta.enabletypewidening", "delta.randomizefileprefixes",
+        "delta.checkpoint.writestatsasjson", "delta.checkpoint.writestatsasstruct",
+        "delta.enableexpiredlogcleanup", "delta.enableincommittimestamps",
+    }
+)  # fmt: skip
+_PROTOCOL_PROPERTIES = {"delta.minreaderversion": ("1", "2", "3"), "delta.minwriterversion": tuple("1234567")}
+_FEATURE_STATUSES = ("supported", "enabled")
+
+
+def _property_value_problem(key: str, value: str) -> tuple[str, str] | None:
+    """(what is wrong, what delta-spark accepts) for a property value delta-spark would fail on."""
+    low = key.lower()
+    if low in BOOLEAN_PROPERTIES and value.lower() not in ("true", "false"):
+        return "is not a boolean delta-spark can parse", "true or false"
+    if low in _PROTOCOL_PROPERTIES and value not in _PROTOCOL_PROPERTIES[low]:
+        return "is not a protocol version", "one of " + ", ".join(_PROTOCOL_PROPERTIES[low])
+    if low.startswith("delta.feature.") and value.lower() not in _FEATURE_STATUSES:
+        return "is not a table feature status", "supported or enabled"
+    return None
+
+
+def _variant_paths(t: Any, path: str) -> list[str]:
+    if t == "variant":
+        return [path]
+    if not isinstance(t, Mapping):
+        return []
+    kind = t.get("type")
+    if kind == "struct":
+        return [
+            p for f in t.get("fields") or () for p in _variant_paths(f.get("type"), _join(path, f["name"]))
+        ]
+    if kind == "array":
+        return _variant_paths(t.get("elementType"), f"{path}.element")
+    if kind == "map":
+        return _variant_paths(t.get("keyType"), f"{path}.key") + _variant_paths(
+            t.get("valueType"), f"{path}.value"
+        )
+    return []
+
+
+def runtime_violations(
+    metadata: Metadata, protocol: Protocol, asked: Mapping[str, str] | None
+) -> list[Violation]:
+    """What delta-spark would fail on in the planned state, found before it writes a file.
+
+    These are not profile rules: the planned table is what the profiles want, but delta-spark 4.4
+    cannot write it. Property values are judged only where the write asked for them and the plan kept
+    them (a value the planner replaced never reaches delta-spark).
+    """
+    problems: list[Violation] = []
+    config = metadata.configuration
+    for key in sorted(asked or {}):
+        value = config.get(key)
+        if not isinstance(value, str) or value != (asked or {})[key]:
+            continue
+        found = _property_value_problem(key, value)
+        if found is not None:
+            problems.append(
+                write_violation(
+                    "DELTA-WRITE-PROPERTY-VALUE",
+                    "",
+                    f"table property `{key}` = {value!r} {found[0]}: delta-spark would refuse it while "
+                    "writing",
+                    f"set `{key}` to {found[1]}, or leave it out",
+                    observed=value,
+                    expected=found[1],
+                )
+            )
+    icv3 = (
+        "icebergCompatV3" in (protocol.writer_features or ())
+        or str(config.get("delta.enableIcebergCompatV3", "")).strip().lower() == "true"
+    )
+    if icv3:
+        for path in _variant_paths(metadata.schema, ""):
+            problems.append(
+                write_violation(
+                    "DELTA-WRITE-VARIANT-ICEBERG-V3",
+                    path,
+                    "delta-spark 4.4 cannot write a variant column into a table with IcebergCompatV3 "
+                    "(it fails with INVALID_FIELD_NAME on the column's physical name), although the "
+                    "profile allows variant",
+                    "store the value as JSON text (to_json) in a string column, or write it to a table "
+                    "without IcebergCompatV3",
+                    observed="variant",
+                )
+            )
+    return problems
 
 
 def compose_metadata(intent: WriteIntent, previous: Metadata | None) -> Metadata:

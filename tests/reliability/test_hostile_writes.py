@@ -799,13 +799,52 @@ def test_merge_schema_into_a_wider_existing_struct(
 
 @pytest.mark.spark
 @pytest.mark.parametrize("profile", ["v3", "writer-v3"])
-def test_variant_under_iceberg_compat_v3_is_refused_cleanly(
+def test_variant_under_iceberg_compat_v3_is_refused_before_any_file(
     spark: SparkSession, table_path: Path, profile: str
 ) -> None:
-    """delta-spark 4.4.1 cannot write a variant column with IcebergCompatV3 (INVALID_FIELD_NAME on the
-    physical name); the refusal is delta-spark's, and nothing is left behind."""
-    df = spark.sql("""select id, parse_json('{"a": 1}') as v from range(2)""")
-    with pytest.raises(IcecompatError) as err:
+    """delta-spark 4.4 cannot write a variant column with IcebergCompatV3 (INVALID_FIELD_NAME on the
+    physical name, after its tasks started): found as every soak case with a variant under v3 and
+    writer-v3. Refused with a rule and every variant path, before any file."""
+    df = spark.sql(
+        """select id, parse_json('{"a": 1}') as v, array(named_struct('w', parse_json('2'))) as a """
+        "from range(2)"
+    )
+    with pytest.raises(CompatViolation) as err:
         compat_write(df, str(table_path), profile=profile)
-    assert_clean_refusal(err.value)
+    assert {(v.rule, v.path) for v in err.value.violations} == {
+        ("DELTA-WRITE-VARIANT-ICEBERG-V3", "v"),
+        ("DELTA-WRITE-VARIANT-ICEBERG-V3", "a.element.w"),
+    }
+    assert "to_json" in err.value.violations[0].fix
     assert not table_path.exists()
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("delta.enableDeletionVectors", "id", "true or false"),
+        ("delta.appendOnly", " true ", "true or false"),
+        ("delta.feature.deletionVectors", "true", "supported or enabled"),
+        ("delta.minReaderVersion", " 3", "one of 1, 2, 3"),
+    ],
+)
+def test_property_values_delta_cannot_parse_are_refused_before_any_file(
+    spark: SparkSession, table_path: Path, key: str, value: str, expected: str
+) -> None:
+    """Found by the soak as delta-spark's own IllegalArgumentException ("For input string") and
+    DELTA_UNSUPPORTED_FEATURE_STATUS, raised after planning; values it accepts still pass."""
+    with pytest.raises(CompatViolation) as err:
+        compat_write(spark.range(2), str(table_path), profile="writer-v3", properties={key: value})
+    assert [(v.rule, v.observed, v.expected) for v in err.value.violations] == [
+        ("DELTA-WRITE-PROPERTY-VALUE", value, expected)
+    ]
+    assert key in err.value.violations[0].message
+    assert not table_path.exists()
+
+
+@pytest.mark.spark
+def test_property_values_delta_accepts_are_written(spark: SparkSession, table_path: Path) -> None:
+    props = {"delta.enableDeletionVectors": "TRUE", "delta.feature.deletionVectors": "Enabled"}
+    compat_write(spark.range(2), str(table_path), profile="writer-v3", properties=props)
+    assert check_table(table_path, "writer-v3").compliant
