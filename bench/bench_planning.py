@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -128,14 +129,35 @@ def measure(profile: str, sizes: list[int], repeat: int) -> list[PlanningRow]:
     return rows
 
 
+def measure_alone(profile: str, sizes: list[int], repeat: int) -> list[PlanningRow]:
+    """The same measurement in a new Python process that never starts a JVM (pure Python).
+
+    ``bench.run`` measures planning inside the Spark driver, where ``compat_write`` plans; this is the
+    reference that shows how much of that figure is the planner's own work.
+    """
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.bench_planning", "--profile", profile, "--repeat", str(repeat),
+         "--sizes", ",".join(str(n) for n in sizes), "--json"],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        check=True,
+    )  # fmt: skip
+    return [PlanningRow(**row) for row in json.loads(out.stdout)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--profile", default="v3", choices=list(PROFILES))
     ap.add_argument("--sizes", default="100,1000,10000")
+    ap.add_argument("--json", action="store_true", help="print the rows as JSON (what bench.run reads)")
     args = ap.parse_args()
 
     rows = measure(args.profile, [int(s) for s in args.sizes.split(",")], args.repeat)
+    if args.json:
+        print(json.dumps([r.__dict__ for r in rows]))
+        return
     print(f"profile {args.profile}, median of {args.repeat} runs, cold (index cache emptied before each run)")
     print(f"{'leaves':>8} {'changes':>8} {'plan+validate ms':>17} {'validate ms':>12} {'re-plan ms':>11}")
     for r in rows:

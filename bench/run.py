@@ -150,6 +150,11 @@ def run(
             for profile in PROFILES
             for row in bench_planning.measure(profile, cfg.planning_sizes, cfg.planning_runs)
         ]
+        planning_alone = [
+            row
+            for profile in PROFILES
+            for row in bench_planning.measure_alone(profile, cfg.planning_sizes, cfg.planning_runs)
+        ]
         checker = bench_checker.measure(
             spark, cfg.checker_sizes, cfg.checker_runs, progress=say, warmup=cfg.checker_warmup
         )
@@ -161,6 +166,7 @@ def run(
             write=write,
             planning=planning,
             planning_runs=cfg.planning_runs,
+            planning_alone=planning_alone,
             checker=checker,
             checker_runs=cfg.checker_runs,
             footers=footers,

@@ -38,6 +38,9 @@ def test_quick_run_writes_every_section_and_a_png(spark, tmp_path: Path) -> None
     for key in ("CPU", "RAM", "OS", "Python", "Java", "Spark", "Delta", "git commit", "date"):
         assert f"| {key} |" in text, key
     assert "files/s" in text
+    assert "plan + validate, no JVM" in text
+    alone = {(r.profile, r.leaves) for r in results.planning_alone}
+    assert alone == {(r.profile, r.leaves) for r in results.planning}  # measured in its own process
     assert "compat_write v3" in text and "compat_write writer-v1" in text and "plain delta" in text
 
     png = (tmp_path / "benchmarks.png").read_bytes()
