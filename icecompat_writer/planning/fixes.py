@@ -202,7 +202,7 @@ def _fix_physical(state: PlanState, rule: Rule) -> None:
 @fixer("nested_ids_assigned", phase=50)
 def _fix_nested(state: PlanState, rule: Rule) -> None:
     """Nested ids after every column id (Kernel's order), reusing a column's previous nested ids."""
-    state.log(rule, idplan.assign_nested_ids(state.schema, state.ids, state.matches))
+    state.log(rule, idplan.assign_nested_ids(state.scan, state.ids, state.matches))
 
 
 @fixer("max_column_id", phase=60)

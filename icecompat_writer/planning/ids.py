@@ -12,15 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any
 
 from icecompat_writer.rules.schema import (
     CM_ID,
     CM_NESTED_IDS,
     CM_PHYSICAL_NAME,
+    SchemaIndex,
     column_id,
     id_filler,
-    join_path,
+    index_from_shape,
+    index_schema,
     matched_fields,
     physical_name,
     quote_name,
@@ -31,9 +34,11 @@ __all__ = [
     "Fields",
     "IdCounter",
     "Scan",
+    "Slot",
     "assign_column_ids",
     "assign_nested_ids",
     "copy_previous_mapping",
+    "index_scanned",
     "max_assigned_id",
     "rename_physical",
     "scan",
@@ -57,30 +62,57 @@ def _is_id(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+# An array element or map key/value found by the scan: (index in ``Scan.fields`` of the nearest
+# ancestor struct field, the element/key/value steps below that field such as ``.value.element``,
+# the slot's column path, the slot's type).
+Slot = tuple[int, str, str, Any]
+
+
 @dataclass
 class Scan:
     """One walk over a mutable schema: its struct fields in pre-order with their paths, and the facts
-    the fixers need before they change anything (largest id, type categories, metadata keys)."""
+    the fixers need before they change anything (largest id, type categories, metadata keys).
+
+    The walk also keeps the schema's shape (``parents``, ``slots``): fixers only change metadata, never
+    the shape, so the nested-id pass and the final index reuse it instead of walking again.
+    ``regular`` is False when some struct's ``fields`` is not a list; the shape is then incomplete.
+    """
 
     fields: list[tuple[dict[str, Any], str]]
     max_id: int
     categories: set[str]
     metadata_keys: set[str]
+    parents: list[int] = dataclass_field(default_factory=list)  # index in ``fields``; -1 at the top
+    slots: list[Slot] = dataclass_field(default_factory=list)
+    regular: bool = True
 
 
 def scan(schema: Mapping[str, Any]) -> Scan:
     """Walk ``schema`` once (the planner's private copy; fields are the live, mutable dicts)."""
     out = Scan([], 0, set(), set())
     fields = out.fields
+    parents = out.parents
+    slots = out.slots
     cats = out.categories
     keys = out.metadata_keys
 
-    def walk_struct(struct: Mapping[str, Any], parent: str) -> None:
-        for f in struct.get("fields") or ():
+    def walk_struct(struct: Mapping[str, Any], parent: str, parent_i: int) -> None:
+        fs = struct.get("fields")
+        if not isinstance(fs, list):
+            if fs is not None:
+                out.regular = False
+            return
+        for f in fs:
             if not isinstance(f, dict):
                 continue
-            path = join_path(parent, quote_name(str(f.get("name", ""))))
+            name = f.get("name", "")
+            if not isinstance(name, str):
+                name = str(name)
+            q = name if name and "." not in name and "`" not in name else quote_name(name)
+            path = parent + "." + q if parent else q
+            i = len(fields)
             fields.append((f, path))
+            parents.append(parent_i)
             md = f.get("metadata")
             if md:
                 keys.update(md)
@@ -92,21 +124,39 @@ def scan(schema: Mapping[str, Any]) -> Scan:
                     for v in nested.values():
                         if _is_id(v) and v > out.max_id:
                             out.max_id = v
-            walk_type(f.get("type"), path)
+            walk_type(f.get("type"), path, i, "")
 
-    def walk_type(t: Any, path: str) -> None:
+    def walk_type(t: Any, path: str, owner: int, steps: str) -> None:
         cat = type_category(t)
         cats.add(cat)
         if cat == "struct":
-            walk_struct(t, path)
+            walk_struct(t, path, owner)
         elif cat == "array":
-            walk_type(t.get("elementType"), path + ".element")
+            p, k, et = path + ".element", steps + ".element", t.get("elementType")
+            slots.append((owner, k, p, et))
+            walk_type(et, p, owner, k)
         elif cat == "map":
-            walk_type(t.get("keyType"), path + ".key")
-            walk_type(t.get("valueType"), path + ".value")
+            for step, sub in ((".key", "keyType"), (".value", "valueType")):
+                p, k, st = path + step, steps + step, t.get(sub)
+                slots.append((owner, k, p, st))
+                walk_type(st, p, owner, k)
 
-    walk_struct(schema, "")
+    walk_struct(schema, "", -1)
     return out
+
+
+def index_scanned(schema: Mapping[str, Any], shape: Scan) -> SchemaIndex:
+    """The index of ``schema`` after the fixers ran, built from the scan's shape instead of a new walk.
+
+    Each field's metadata is read now (the fixers changed it); an irregular schema is walked by
+    :func:`index_schema` instead, which reports what is wrong with it.
+    """
+    if not shape.regular:
+        return index_schema(schema)
+    fields = shape.fields
+    return index_from_shape(
+        schema, [f for f, _ in fields], [p for _, p in fields], shape.parents, shape.slots, shape.categories
+    )
 
 
 def max_assigned_id(schema: Mapping[str, Any]) -> int:
@@ -170,22 +220,32 @@ def copy_previous_mapping(
 def assign_column_ids(fields: Fields, ids: IdCounter) -> Changed:
     """Give every field without one a fresh id, and a physical name ``col-<id>`` where it has none."""
     changed: Changed = []
+    add = changed.append
+    both = CM_ID + "={0}, " + CM_PHYSICAL_NAME + "=col-{0}"
+    top = ids.max  # handed out locally (one attribute write at the end instead of a call per field)
     for f, path in fields:
         md = f.get("metadata")
-        cid = md.get(CM_ID) if isinstance(md, dict) else None
-        pn = md.get(CM_PHYSICAL_NAME) if isinstance(md, dict) else None
-        if _is_id(cid) and isinstance(pn, str) and pn:
+        if type(md) is not dict:
+            if isinstance(md, dict):
+                pass
+            else:
+                md = f["metadata"] = {}
+        cid = md.get(CM_ID)
+        pn = md.get(CM_PHYSICAL_NAME)
+        has_pn = isinstance(pn, str) and pn != ""
+        if type(cid) is int or (isinstance(cid, int) and not isinstance(cid, bool)):
+            if not has_pn:
+                pn = md[CM_PHYSICAL_NAME] = "col-" + str(cid)
+                add((path, CM_PHYSICAL_NAME + "=" + pn))
             continue
-        md = _metadata(f)
-        parts: list[str] = []
-        if not _is_id(cid):
-            cid = ids.next()
-            md[CM_ID] = cid
-            parts.append(f"{CM_ID}={cid}")
-        if not isinstance(pn, str) or not pn:
-            md[CM_PHYSICAL_NAME] = f"col-{cid}"
-            parts.append(f"{CM_PHYSICAL_NAME}=col-{cid}")
-        changed.append((path, ", ".join(parts)))
+        top += 1
+        md[CM_ID] = top
+        if has_pn:
+            add((path, f"{CM_ID}={top}"))
+        else:
+            md[CM_PHYSICAL_NAME] = "col-" + str(top)
+            add((path, both.format(top)))
+    ids.max = top
     return changed
 
 
@@ -210,22 +270,23 @@ def rename_physical(fields: Fields, template: str, keep: Callable[[dict[str, Any
     return changed
 
 
-def assign_nested_ids(
-    schema: dict[str, Any], ids: IdCounter, matches: Mapping[int, Mapping[str, Any]]
-) -> Changed:
+def assign_nested_ids(shape: Scan, ids: IdCounter, matches: Mapping[int, Mapping[str, Any]]) -> Changed:
     """Give every array element and map key/value an id where it has none, stored as PROTOCOL.md shows.
 
     The id goes into ``delta.columnMapping.nested.ids`` of the nearest ancestor struct field, keyed by
     that field's physical name followed by the element/key/value steps. A column that existed before
-    gets back the nested id it had under the same key.
+    gets back the nested id it had under the same key. ``shape`` is the scan of the schema; its slots
+    are in pre-order, which is the order new ids are handed out in.
     """
     changed: Changed = []
-
-    def assign(f: dict[str, Any], key: str, slot_path: str, field_path: str) -> None:
+    fields = shape.fields
+    for owner, steps, slot_path, _ in shape.slots:
+        f, field_path = fields[owner]
+        key = physical_name(f) + steps
         md = f.get("metadata")
         nested = md.get(CM_NESTED_IDS) if isinstance(md, dict) else None
         if (type(nested) is dict or isinstance(nested, Mapping)) and _is_id(nested.get(key)):
-            return
+            continue
         old = matches.get(id(f))
         old_md = old.get("metadata") if old is not None else None
         old_ids = old_md.get(CM_NESTED_IDS) if (type(old_md) is dict or isinstance(old_md, Mapping)) else None
@@ -238,26 +299,4 @@ def assign_nested_ids(
         nested[key] = value
         how = "kept the existing nested id" if value is reuse else "assigned nested id"
         changed.append((slot_path, f"{how} {value} under {key!r} on `{field_path}`"))
-
-    def walk_struct(struct: Mapping[str, Any], parent: str) -> None:
-        for f in struct.get("fields") or ():
-            if isinstance(f, dict):
-                path = join_path(parent, quote_name(str(f.get("name", ""))))
-                walk_type(f.get("type"), f, physical_name(f), path, path)
-
-    def walk_type(t: Any, owner: dict[str, Any], key: str, path: str, owner_path: str) -> None:
-        cat = type_category(t)
-        if cat == "struct":
-            walk_struct(t, path)
-        elif cat == "array":
-            k, p = key + ".element", path + ".element"
-            assign(owner, k, p, owner_path)
-            walk_type(t.get("elementType"), owner, k, p, owner_path)
-        elif cat == "map":
-            for step, sub in (("key", "keyType"), ("value", "valueType")):
-                k, p = key + "." + step, path + "." + step
-                assign(owner, k, p, owner_path)
-                walk_type(t.get(sub), owner, k, p, owner_path)
-
-    walk_struct(schema, "")
     return changed

@@ -16,13 +16,14 @@ from types import MappingProxyType
 from icecompat_writer.deltalog.actions import Metadata, Protocol, TableStateLike
 from icecompat_writer.errors import CompatViolation
 from icecompat_writer.planning.fixes import FIXERS, Change, PlanState, why
+from icecompat_writer.planning.ids import index_scanned
 from icecompat_writer.planning.protocol import build_protocol
 from icecompat_writer.rules.catalog import RULES_BY_ID
 from icecompat_writer.rules.evaluate import validate
 from icecompat_writer.rules.model import PLANNABLE_SCOPES
 from icecompat_writer.rules.perf import gc_paused
 from icecompat_writer.rules.profiles import Profile, get_profile
-from icecompat_writer.rules.schema import cached_index, index_schema, remember_index
+from icecompat_writer.rules.schema import cached_index, remember_index
 
 __all__ = ["Change", "Plan", "plan"]
 
@@ -82,11 +83,11 @@ def _plan(
     metadata = new_metadata
     if state.schema_changed:
         metadata = metadata.with_schema(state.schema)
-        index = index_schema(state.schema)
+        index = index_scanned(state.schema, state.scan)
         remember_index(metadata.schema_string, index)
     else:
         # Unchanged: index the copy already parsed (or reuse a cached index) instead of parsing again.
-        index = cached_index(metadata.schema_string) or index_schema(state.schema)
+        index = cached_index(metadata.schema_string) or index_scanned(state.schema, state.scan)
         remember_index(metadata.schema_string, index)
     if state.config_changed:
         metadata = replace(metadata, configuration=MappingProxyType(dict(state.config)))

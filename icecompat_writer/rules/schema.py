@@ -17,6 +17,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from icecompat_writer.errors import TableReadError
@@ -38,6 +39,7 @@ __all__ = [
     "field_metadata",
     "fold_name",
     "id_filler",
+    "index_from_shape",
     "index_schema",
     "index_schema_string",
     "join_path",
@@ -293,14 +295,38 @@ class SchemaIndex:
         return None
 
 
+_NO_METADATA: Mapping[str, Any] = MappingProxyType({})
+
+
+def _field_node(idx: SchemaIndex, f: Mapping[str, Any], path: str, parent: FieldNode | None) -> FieldNode:
+    """Record struct field ``f`` (at ``path``) in ``idx``: its id and physical name read once, its
+    metadata keys added to the index's set."""
+    name = f.get("name", "")
+    if not isinstance(name, str):
+        name = str(name)
+    md = f.get("metadata")
+    if (type(md) is dict or isinstance(md, Mapping)) and md:
+        idx.metadata_keys.update(md)
+        cid = md.get(CM_ID)
+        if not isinstance(cid, int) or isinstance(cid, bool):
+            cid = None
+        pn = md.get(CM_PHYSICAL_NAME)
+        if not isinstance(pn, str) or not pn:
+            pn = name
+    else:
+        md, cid, pn = _NO_METADATA, None, name
+    node = FieldNode(path, name, f, f.get("type"), parent, md, cid, pn)
+    idx.fields.append(node)
+    if parent is None:
+        idx.top.append(node)
+    return node
+
+
 def index_schema(schema: Mapping[str, Any]) -> SchemaIndex:
     """Walk a parsed schema once and index it. The schema is referenced, not copied: do not mutate it."""
     idx = SchemaIndex(schema)
-    fields_out = idx.fields
     slots_out = idx.slots
     cats = idx.categories
-    keys = idx.metadata_keys
-    empty: Mapping[str, Any] = {}
 
     def walk_struct(struct: Mapping[str, Any], parent_path: str, parent: FieldNode | None) -> None:
         fields = struct.get("fields")
@@ -311,27 +337,11 @@ def index_schema(schema: Mapping[str, Any]) -> SchemaIndex:
             if not (type(f) is dict or isinstance(f, Mapping)):
                 continue
             name = f.get("name", "")
-            if not isinstance(name, str):
-                name = str(name)
-            q = name if name and "." not in name and "`" not in name else quote_name(name)
-            path = parent_path + "." + q if parent_path else q
-            md = f.get("metadata")
-            if (type(md) is dict or isinstance(md, Mapping)) and md:
-                keys.update(md)
-                cid = md.get(CM_ID)
-                if not isinstance(cid, int) or isinstance(cid, bool):
-                    cid = None
-                pn = md.get(CM_PHYSICAL_NAME)
-                if not isinstance(pn, str) or not pn:
-                    pn = name
-            else:
-                md, cid, pn = empty, None, name
-            t = f.get("type")
-            node = FieldNode(path, name, f, t, parent, md, cid, pn)
-            fields_out.append(node)
-            if parent is None:
-                idx.top.append(node)
-            walk_type(t, path, node, pn)
+            q = name if isinstance(name, str) and name and "." not in name and "`" not in name else None
+            if q is None:
+                q = quote_name(str(name))
+            node = _field_node(idx, f, parent_path + "." + q if parent_path else q, parent)
+            walk_type(node.type, node.path, node, node.physical_name)
 
     def walk_type(t: Any, path: str, owner: FieldNode, slot_prefix: str) -> None:
         cat = t if isinstance(t, str) and t in _SIMPLE else type_category(t)
@@ -356,6 +366,31 @@ def index_schema(schema: Mapping[str, Any]) -> SchemaIndex:
         walk_struct(schema if isinstance(schema, Mapping) else {}, "", None)
     except RecursionError:
         raise MalformedSchemaError("the schema is nested too deeply to be checked") from None
+    return idx
+
+
+def index_from_shape(
+    root: Mapping[str, Any],
+    raws: list[Mapping[str, Any]],
+    paths: list[str],
+    parents: list[int],
+    slots: Iterable[tuple[int, str, str, Any]],
+    categories: set[str],
+) -> SchemaIndex:
+    """The index of a schema whose walk is already known, reading each field's metadata now.
+
+    The planner walks its copy of the schema once before the fixers change field metadata (never the
+    shape); building the final index from that walk costs a third of walking again. ``raws`` and
+    ``paths`` are the struct fields in pre-order, ``parents`` the position of each one's nearest
+    ancestor struct field (-1 at the top), ``slots`` (owner position, element/key/value steps, path,
+    type) every array element and map key/value in pre-order, ``categories`` every type category.
+    """
+    idx = SchemaIndex(root)
+    idx.categories = set(categories)
+    nodes = idx.fields
+    for f, path, parent_i in zip(raws, paths, parents, strict=True):
+        _field_node(idx, f, path, nodes[parent_i] if parent_i >= 0 else None)
+    idx.slots = [SlotNode(p, nodes[o].physical_name + steps, t, nodes[o]) for o, steps, p, t in slots]
     return idx
 
 

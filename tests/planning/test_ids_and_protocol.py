@@ -67,7 +67,7 @@ def test_nested_ids_reuse_previous_ones_by_key() -> None:
     )
     new = struct(field("m", map_("string", array("long")), mapped(1)))
     _, matches = copy_previous_mapping(new, old, previous_mapped=True)
-    changed = assign_nested_ids(new, IdCounter(8), matches)
+    changed = assign_nested_ids(scan(new), IdCounter(8), matches)
     assert new["fields"][0]["metadata"][CM_NESTED_IDS] == {
         "col-1.key": 7,
         "col-1.value": 8,

@@ -14,7 +14,14 @@ from icecompat_writer.deltalog.actions import Metadata, TableState
 from icecompat_writer.errors import CompatViolation
 from icecompat_writer.planning import plan, validate
 from icecompat_writer.rules import RULES_BY_ID, Scope
-from icecompat_writer.rules.schema import CM_ID, CM_NESTED_IDS, CM_PHYSICAL_NAME, index_schema
+from icecompat_writer.rules.schema import (
+    CM_ID,
+    CM_NESTED_IDS,
+    CM_PHYSICAL_NAME,
+    cached_index,
+    clear_index_cache,
+    index_schema,
+)
 from tests.rules.builders import PROFILES, metadata
 
 NON_FILE = {Scope.PROTOCOL, Scope.METADATA, Scope.SCHEMA, Scope.REPLACE}
@@ -214,3 +221,42 @@ def _inner(t: Any) -> Any:
     if isinstance(t, dict) and t.get("type") == "map":
         return ("map", _inner(t["keyType"]), _inner(t["valueType"]))
     return t
+
+
+def index_summary(idx: Any) -> tuple:
+    """Everything a rule can read from an index, as plain values (nodes compare by identity)."""
+    return (
+        [
+            (
+                f.path,
+                f.name,
+                f.column_id,
+                f.physical_name,
+                f.parent.path if f.parent else None,
+                dict(f.metadata),
+            )
+            for f in idx.fields
+        ],
+        [(s.path, s.key, s.owner.path, json.dumps(s.type)) for s in idx.slots],
+        [f.path for f in idx.top],
+        idx.categories,
+        idx.metadata_keys,
+    )
+
+
+@SETTINGS
+@given(profile=st.sampled_from(PROFILES), schema=any_schema, config=configs)
+def test_the_planners_index_equals_a_fresh_walk_of_what_it_commits(
+    profile: str, schema: dict, config: dict
+) -> None:
+    """The planner indexes its result from the walk it made before fixing ids (no second walk); what
+    rules then read must be exactly what a walk of the committed ``schemaString`` gives."""
+    clear_index_cache()
+    try:
+        p = plan(profile, metadata(schema, config))
+    except CompatViolation:
+        assume(False)
+        return
+    remembered = cached_index(p.metadata.schema_string)
+    assert remembered is not None
+    assert index_summary(remembered) == index_summary(index_schema(json.loads(p.metadata.schema_string)))
