@@ -22,7 +22,7 @@ from typing import Any
 from icecompat_writer.rules.context import CM_MODE_KEY, MAX_COLUMN_ID_KEY, EvalContext, column_mapping_mode
 from icecompat_writer.rules.features import READER_WRITER_FEATURES
 from icecompat_writer.rules.footer import walk_footer
-from icecompat_writer.rules.literals import is_literal
+from icecompat_writer.rules.literals import default_problem
 from icecompat_writer.rules.model import Finding, Rule, Scope, template_fields
 from icecompat_writer.rules.schema import (
     CM_ID,
@@ -413,14 +413,16 @@ def _type_widening_allowlist(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
             )
 
 
-@kind("literal_write_defaults", Scope.SCHEMA, params=("key",), fields=("key",))
+@kind("literal_write_defaults", Scope.SCHEMA, params=("key",), fields=("key", "type"))
 def _literal_write_defaults(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
-    """Every column default stored under ``key`` is a single SQL literal, not an expression."""
+    """Every column default stored under ``key`` is a literal value of its column's type, written in a
+    form delta-spark accepts (see ``literals``): an expression, ``NULL`` or a typed literal is not."""
     key = rule.param("key")
     for f in ctx.schema.fields_with_key(key):
         value = f.metadata.get(key)
-        if not isinstance(value, str) or not is_literal(value):
-            yield _f(f.path, observed=value, expected="a literal value", key=key)
+        expected = default_problem(value, f.type)
+        if expected is not None:
+            yield _f(f.path, observed=value, expected=expected, key=key, type=type_text(f.type))
 
 
 @kind("forbidden_column_metadata_key", Scope.SCHEMA, params=("keys",), fields=("key",))

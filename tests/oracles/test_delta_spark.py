@@ -71,10 +71,10 @@ class SparkCase:
 
 
 def _split(columns: str) -> list[str]:
-    """Split a column list at its top-level commas (not those inside <...>)."""
+    """Split a column list at its top-level commas (not those inside <...> or (...))."""
     out, depth, start = [], 0, 0
     for i, ch in enumerate(columns):
-        depth += {"<": 1, ">": -1}.get(ch, 0)
+        depth += {"<": 1, ">": -1, "(": 1, ")": -1}.get(ch, 0)
         if ch == "," and depth == 0:
             out.append(columns[start:i])
             start = i + 1
@@ -130,7 +130,7 @@ CASES: tuple[SparkCase, ...] = (
     case("v3-expression-default", "v3", "id int, t timestamp", DEFAULTS_OK, UNSUPPORTED,
          ("ICV3-LITERAL-DEFAULTS",), defaults={"t": "current_timestamp()"}),
     case("v3-typed-date-default", "v3", "id int, d date", DEFAULTS_OK, UNSUPPORTED,
-         defaults={"d": "DATE '2024-01-01'"}),
+         ("ICV3-LITERAL-DEFAULTS",), defaults={"d": "DATE '2024-01-01'"}),
     # --- IcebergCompatV2 (profile writer-v1, in-scope rules only) ---
     case("v2-plain", W1, "id int, s string", v2()),
     case("v2-variant", W1, "id int, v variant", v2(), UNSUPPORTED, ("ICV2-TYPE-ALLOWLIST",)),
@@ -162,15 +162,7 @@ STRICTER: Mapping[str, Difference] = {
 }
 
 # delta-spark refuses, we accept.
-LOOSER: Mapping[str, Difference] = {
-    "v3-typed-date-default": Difference(
-        frozenset({"ICV3-LITERAL-DEFAULTS"}),
-        "ICV3-LITERAL-DEFAULTS accepts any single Spark SQL literal, typed literals such as DATE "
-        "'2024-01-01' included; delta-spark's CheckColumnDefaultIsLiteral also requires the stored text to "
-        "parse as a value of the column's type (the date must be written '2024-01-01'), so such a write "
-        "passes planning and is refused by delta-spark at commit",
-    ),
-}
+LOOSER: Mapping[str, Difference] = {}
 
 
 def request_metadata(spark: Any, c: SparkCase) -> Metadata:
@@ -255,3 +247,58 @@ def test_differences_are_documented() -> None:
     for d in (*STRICTER.values(), *LOOSER.values()):
         for rule in d.rules:
             assert f"`{rule}`" in section, rule
+
+
+# A write default on an IcebergCompatV3 column, per type: delta-spark 4.4 accepts some texts and
+# refuses others (its own check, or Spark's before it); ICV3-LITERAL-DEFAULTS must refuse exactly the
+# same ones, so that compat_write refuses them before any file instead of failing at the commit.
+# fmt: off
+DEFAULT_CASES: tuple[tuple[str, str], ...] = (
+    ("int", "5"), ("int", "-3"), ("int", "+5"), ("int", "007"), ("int", "'5'"), ("int", "5L"),
+    ("int", "1+1"), ("int", "NULL"), ("int", "5.0"),
+    ("bigint", "5"), ("bigint", "5L"), ("bigint", "5l"), ("bigint", "-5L"), ("bigint", "'5'"),
+    ("bigint", "9223372036854775808"),
+    ("smallint", "5"), ("smallint", "5S"), ("smallint", "70000"), ("tinyint", "5"), ("tinyint", "5Y"),
+    ("double", "4.95"), ("double", "1e3"), ("double", "4.95D"), ("double", ".5"), ("double", "-1.5e-3"),
+    ("double", "5."), ("double", "4.95f"), ("double", "'4.95'"), ("double", "NaN"), ("double", "'NaN'"),
+    ("float", "1.5"), ("float", "1.5F"), ("float", "1.5D"), ("float", "'1.5'"),
+    ("decimal(5,2)", "1.23"), ("decimal(5,2)", "1"), ("decimal(5,2)", "-1.2"), ("decimal(5,2)", "1.2e1"),
+    ("decimal(5,2)", "001.23"), ("decimal(5,2)", "1.234"), ("decimal(5,2)", "123.45BD"),
+    ("decimal(5,2)", "'1.23'"), ("decimal(5,2)", "1234.5"),
+    ("string", "'abc'"), ("string", '"abc"'), ("string", "''"), ("string", "'it''s'"),
+    ("string", "'a\\'b'"), ("string", "NULL"), ("string", "5"), ("string", "r'x'"),
+    ("binary", "X'0A'"), ("binary", "x'0a'"), ("binary", "X''"), ("binary", "'abc'"),
+    ("boolean", "true"), ("boolean", "FALSE"), ("boolean", "True"), ("boolean", "'true'"), ("boolean", "1"),
+    ("date", "'2024-01-01'"), ("date", "DATE '2024-01-01'"), ("date", "'2024-1-1'"), ("date", "NULL"),
+    ("date", "'2024-02-30'"), ("date", "'+2024-01-01'"), ("date", "'2024-01-01T00:00:00'"),
+    ("timestamp", "'2024-01-01T00:00:00Z'"), ("timestamp", "'2024-01-01 00:00:00'"),
+    ("timestamp", "'2024-01-01T00:00:00'"), ("timestamp", "'2024-01-01T00:00:00+01:00'"),
+    ("timestamp", "'2024-01-01T00:00:00.123456Z'"), ("timestamp", "'2024-01-01T00:00'"),
+    ("timestamp", "TIMESTAMP '2024-01-01 00:00:00'"), ("timestamp", "'2024-01-01'"),
+    ("timestamp", "'2024-01-01 00:00:00.5'"), ("timestamp", "'2024-01-01T00:00:00+0100'"),
+    ("timestamp", "'2024-01-01T24:00:00Z'"), ("timestamp", "'2024-01-01T00:00:00.1234567891Z'"),
+    ("timestamp_ntz", "'2024-01-01T00:00:00'"), ("timestamp_ntz", "'2024-01-01 00:00:00'"),
+    ("timestamp_ntz", "'2024-01-01T00:00'"), ("timestamp_ntz", "TIMESTAMP_NTZ '2024-01-01 00:00:00'"),
+    ("timestamp_ntz", "'2024-01-01T00:00:00Z'"), ("timestamp_ntz", "'2024-01-01 00:00:00.5'"),
+    ("array<int>", "array(1)"), ("array<int>", "NULL"), ("struct<a: int>", "NULL"),
+)
+# fmt: on
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("type_", "default"), DEFAULT_CASES, ids=lambda v: str(v))
+def test_write_defaults_are_refused_exactly_where_delta_spark_refuses(
+    spark: Any, tmp_path: Path, type_: str, default: str
+) -> None:
+    c = case("default", "v3", f"id int, c {type_}", DEFAULTS_OK, defaults={"c": default})
+    refusal: str | None = None
+    try:
+        sql(spark, create_sql(tmp_path / "t", c))
+    except Exception as e:
+        refusal = error_text(e)
+    ours = "ICV3-LITERAL-DEFAULTS" in planned_rules("v3", request_metadata(spark, c))
+    assert ours == (refusal is not None), f"delta-spark: {refusal or 'accepted'}; we refuse: {ours}"
+    if refusal is not None:
+        # delta-spark's own check, or Spark's before it (a value out of the type's range, an impossible date)
+        spark_checks = ("INVALID_DEFAULT_VALUE", "CAST_OVERFLOW")
+        assert VIOLATION + UNSUPPORTED in refusal or any(k in refusal for k in spark_checks), refusal

@@ -147,7 +147,7 @@ CASES: tuple[KernelCase, ...] = (
           rules=("IWC1-NO-IDENTITY-COLUMNS",), edits=(COL_ID_NAMES,)),
     kcase("w3-variant", W3, "w3", edits=VARIANT),
     kcase("w3-typed-date-default", W3, "w3", refusal="requires the default value to be literal",
-          edits=(TYPED_DATE_DEFAULT,)),
+          rules=("ICV3-LITERAL-DEFAULTS",), edits=(TYPED_DATE_DEFAULT,)),
     kcase("w3-row-tracking-suspended", W3, "w3", edits=(SUSPENDED,)),
     kcase("w3-collation-metadata", W3, "w3", edits=(COLLATED,)),
 )
@@ -178,13 +178,7 @@ STRICTER: Mapping[str, Difference] = {
 }
 
 # Kernel refuses, we accept.
-LOOSER: Mapping[str, Difference] = {
-    "w3-typed-date-default": Difference(
-        frozenset({"ICV3-LITERAL-DEFAULTS"}),
-        "we accept any single Spark SQL literal as a write default (DATE '2024-01-01'); Kernel also parses "
-        "the text as a value of the column's type and accepts only '2024-01-01'",
-    ),
-}
+LOOSER: Mapping[str, Difference] = {}
 
 
 @dataclass(frozen=True)

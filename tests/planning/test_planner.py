@@ -247,7 +247,8 @@ def test_map_key_struct_change_is_refused_for_writer_profiles() -> None:
 
 
 def test_features_required_by_the_schema_are_added() -> None:
-    s = struct(field("t", "timestamp_ntz"), field("v", "variant", {"CURRENT_DEFAULT": "NULL"}))
+    defaulted = field("n", "integer", {"CURRENT_DEFAULT": "0"})
+    s = struct(field("t", "timestamp_ntz"), field("v", "variant"), defaulted)
     p = plan("writer-v3", metadata(s))
     assert {"timestampNtz", "variantType", "allowColumnDefaults"} <= p.protocol.writer_features
     assert {"timestampNtz", "variantType"} <= p.protocol.reader_features
