@@ -1,7 +1,11 @@
 """A writer killed (SIGKILL) at a random point of a write: the table reads, checks clean, and the same
 idempotent write re-run afterwards lands its rows exactly once.
 
-The CI variant kills 3 writers; ``--soak`` kills 20.
+The kill points cover the whole write, taking turns: a random time after the child says it starts
+writing (mostly session, snapshot and planning), the moment its first data file appears in the table
+directory (files being written, nothing committed), and the moment its commit file appears in the log
+(committed, the caller not yet told). Each outcome is read from the log (did the killed write's
+``txnVersion`` land?). The CI variant kills 3 writers, one per point; ``--soak`` kills 20.
 """
 
 from __future__ import annotations
@@ -14,12 +18,15 @@ import sys
 import textwrap
 import threading
 import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
 from icecompat_writer.checking.check import check_table
+from icecompat_writer.deltalog.snapshot import read_snapshot
 from icecompat_writer.writing.api import compat_write
 
 ROWS = 500
@@ -40,8 +47,8 @@ CHILD = textwrap.dedent(
 )
 
 
-def kill_during_write(table: Path, version: int, rng: random.Random) -> str:
-    """Run one child write and SIGKILL it a random time after it starts writing; return its last word."""
+def start_child(table: Path, version: int) -> tuple[subprocess.Popen[str], list[str]]:
+    """Start one child write and wait until it says it writes; return it and the lines it printed."""
     env = {k: v for k, v in os.environ.items() if k != "ICECOMPAT_JARS_DIR"}
     proc = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(table), str(version), str(ROWS)],
@@ -61,27 +68,60 @@ def kill_during_write(table: Path, version: int, rng: random.Random) -> str:
             if line.startswith("WRITING"):
                 writing.set()
 
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    threading.Thread(target=read, daemon=True).start()
     if not writing.wait(timeout=300):
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)
         raise AssertionError("the child writer never started writing")
-    time.sleep(rng.uniform(0.0, 4.0))
+    return proc, said
+
+
+KILL_POINTS = ("random time", "first data file", "commit file")
+
+
+def files_of(table: Path) -> set[Path]:
+    return set(table.rglob("*.parquet"))
+
+
+def wait_until(condition: Callable[[], bool], proc: subprocess.Popen[str], timeout: float = 300) -> None:
+    """Poll ``condition`` every 10 ms until it holds, the child exits, or ``timeout`` passes."""
+    end = time.monotonic() + timeout
+    while not condition() and proc.poll() is None and time.monotonic() < end:
+        time.sleep(0.01)
+
+
+def kill_during_write(table: Path, version: int, point: str, rng: random.Random) -> str:
+    """Run one child write and SIGKILL it at ``point``; return the last word it printed."""
+    files_before = files_of(table)
+    next_commit = table / "_delta_log" / f"{read_snapshot(table).version + 1:020d}.json"
+    proc, said = start_child(table, version)
+    if point == "random time":
+        time.sleep(rng.uniform(0.0, 6.0))
+    elif point == "first data file":
+        wait_until(lambda: bool(files_of(table) - files_before), proc)
+    else:
+        wait_until(next_commit.exists, proc)
     os.killpg(proc.pid, signal.SIGKILL)  # the Python driver and its JVM, at once
     proc.wait(timeout=60)
-    reader.join(timeout=10)
+    time.sleep(0.2)  # let the reader thread take the last line
     return said[-1] if said else ""
 
 
-def crash_and_recover(spark: SparkSession, root: Path, kills: int, seed: int) -> dict[str, int]:
+def crash_and_recover(spark: SparkSession, root: Path, kills: int, seed: int) -> Counter[str]:
+    """Kill ``kills`` child writes in turn at each point; after each, check and re-run the write."""
     rng = random.Random(seed)
     compat_write(
         spark.range(0).selectExpr("id", "cast(id as string) as part"), str(root), partition_by="part"
     )
-    outcomes = {"killed before commit": 0, "finished before the kill": 0}
+    outcomes: Counter[str] = Counter()
     for version in range(1, kills + 1):
-        last = kill_during_write(root, version, rng)
-        outcomes["finished before the kill" if last == "DONE" else "killed before commit"] += 1
+        point = KILL_POINTS[(version - 1) % len(KILL_POINTS)]
+        last = kill_during_write(root, version, point, rng)
+        committed = read_snapshot(root).txns.get("crash-job", 0) >= version
+        assert committed or last != "DONE", "a write that said DONE has its txnVersion in the log"
+        if last == "DONE":
+            outcomes[f"{point}: finished before the kill"] += 1
+        else:
+            outcomes[f"{point}: killed {'after its commit' if committed else 'before committing'}"] += 1
         report = check_table(root, "v3")
         assert report.violations == () and report.findings == (), report.render_text()
         # the same idempotent write, re-run: its rows land once whether or not the killed one committed
@@ -100,12 +140,17 @@ def crash_and_recover(spark: SparkSession, root: Path, kills: int, seed: int) ->
 @pytest.mark.spark
 def test_killed_writers_leave_a_readable_compliant_table(spark: SparkSession, tmp_path: Path) -> None:
     outcomes = crash_and_recover(spark, tmp_path / "t", kills=3, seed=7)
+    print(f"kills=3 outcomes={dict(outcomes)}")
     assert sum(outcomes.values()) == 3
+    # a kill on the first data file lands before the commit; one on the commit file lands after it
+    assert outcomes["first data file: killed before committing"] == 1, outcomes
+    assert outcomes["commit file: killed after its commit"] == 1, outcomes
 
 
 @pytest.mark.spark
 @pytest.mark.soak
 def test_soak_twenty_kills(spark: SparkSession, tmp_path: Path) -> None:
+    t0 = time.monotonic()
     outcomes = crash_and_recover(spark, tmp_path / "t", kills=20, seed=2026)
     assert sum(outcomes.values()) == 20
-    print(f"SOAK kills=20 outcomes={outcomes}")
+    print(f"SOAK kills=20 outcomes={dict(outcomes)} seconds={time.monotonic() - t0:.0f}")
