@@ -20,13 +20,14 @@ from icecompat_writer.rules.schema import (
     CM_NESTED_IDS,
     CM_PHYSICAL_NAME,
     SchemaIndex,
+    ShapeSlot,
+    child_path,
     column_id,
     id_filler,
     index_from_shape,
     index_schema,
     matched_fields,
     physical_name,
-    quote_name,
     type_category,
 )
 
@@ -34,7 +35,6 @@ __all__ = [
     "Fields",
     "IdCounter",
     "Scan",
-    "Slot",
     "assign_column_ids",
     "assign_nested_ids",
     "copy_previous_mapping",
@@ -62,12 +62,6 @@ def _is_id(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-# An array element or map key/value found by the scan: (index in ``Scan.fields`` of the nearest
-# ancestor struct field, the element/key/value steps below that field such as ``.value.element``,
-# the slot's column path, the slot's type).
-Slot = tuple[int, str, str, Any]
-
-
 @dataclass
 class Scan:
     """One walk over a mutable schema: its struct fields in pre-order with their paths, and the facts
@@ -83,7 +77,7 @@ class Scan:
     categories: set[str]
     metadata_keys: set[str]
     parents: list[int] = dataclass_field(default_factory=list)  # index in ``fields``; -1 at the top
-    slots: list[Slot] = dataclass_field(default_factory=list)
+    slots: list[ShapeSlot] = dataclass_field(default_factory=list)  # see ShapeSlot
     regular: bool = True
 
 
@@ -105,11 +99,7 @@ def scan(schema: Mapping[str, Any]) -> Scan:
         for f in fs:
             if not isinstance(f, dict):
                 continue
-            name = f.get("name", "")
-            if not isinstance(name, str):
-                name = str(name)
-            q = name if name and "." not in name and "`" not in name else quote_name(name)
-            path = parent + "." + q if parent else q
+            path = child_path(parent, f.get("name", ""))
             i = len(fields)
             fields.append((f, path))
             parents.append(parent_i)
@@ -153,10 +143,7 @@ def index_scanned(schema: Mapping[str, Any], shape: Scan) -> SchemaIndex:
     """
     if not shape.regular:
         return index_schema(schema)
-    fields = shape.fields
-    return index_from_shape(
-        schema, [f for f, _ in fields], [p for _, p in fields], shape.parents, shape.slots, shape.categories
-    )
+    return index_from_shape(schema, shape.fields, shape.parents, shape.slots, shape.categories)
 
 
 def max_assigned_id(schema: Mapping[str, Any]) -> int:
@@ -224,16 +211,11 @@ def assign_column_ids(fields: Fields, ids: IdCounter) -> Changed:
     both = CM_ID + "={0}, " + CM_PHYSICAL_NAME + "=col-{0}"
     top = ids.max  # handed out locally (one attribute write at the end instead of a call per field)
     for f, path in fields:
-        md = f.get("metadata")
-        if type(md) is not dict:
-            if isinstance(md, dict):
-                pass
-            else:
-                md = f["metadata"] = {}
+        md = _metadata(f)
         cid = md.get(CM_ID)
         pn = md.get(CM_PHYSICAL_NAME)
         has_pn = isinstance(pn, str) and pn != ""
-        if type(cid) is int or (isinstance(cid, int) and not isinstance(cid, bool)):
+        if _is_id(cid):
             if not has_pn:
                 pn = md[CM_PHYSICAL_NAME] = "col-" + str(cid)
                 add((path, CM_PHYSICAL_NAME + "=" + pn))

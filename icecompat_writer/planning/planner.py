@@ -81,14 +81,14 @@ def _plan(
         FIXERS[rule.kind].fix(state, rule)
 
     metadata = new_metadata
+    index = None
     if state.schema_changed:
         metadata = metadata.with_schema(state.schema)
-        index = index_scanned(state.schema, state.scan)
-        remember_index(metadata.schema_string, index)
     else:
-        # Unchanged: index the copy already parsed (or reuse a cached index) instead of parsing again.
-        index = cached_index(metadata.schema_string) or index_scanned(state.schema, state.scan)
-        remember_index(metadata.schema_string, index)
+        index = cached_index(metadata.schema_string)  # unchanged: an index of it may exist already
+    # Otherwise index the planner's own copy from its scan instead of parsing the text again.
+    index = index or index_scanned(state.schema, state.scan)
+    remember_index(metadata.schema_string, index)
     if state.config_changed:
         metadata = replace(metadata, configuration=MappingProxyType(dict(state.config)))
 

@@ -13,7 +13,6 @@ that one validation reports everything that is wrong.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -30,6 +29,7 @@ from icecompat_writer.rules.schema import (
     CM_PHYSICAL_NAME,
     column_id,
     contains_struct,
+    decimal_params,
     field_metadata,
     id_filler,
     matched_fields,
@@ -345,17 +345,14 @@ def _forbidden_types(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
         )
 
 
-_DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
-
-
 def _type_change_ok(frm: Any, to: Any, pairs: set[tuple[str, str]], decimal_widening: bool) -> bool:
     if frm == to:
         return True
     if not isinstance(frm, str) or not isinstance(to, str):
         return False
-    a, b = _DECIMAL.match(frm.strip()), _DECIMAL.match(to.strip())
+    a, b = decimal_params(frm), decimal_params(to)
     if a and b:
-        return decimal_widening and a.group(2) == b.group(2) and int(b.group(1)) > int(a.group(1))
+        return decimal_widening and a[1] == b[1] and b[0] > a[0]
     return (type_category(frm), type_category(to)) in pairs
 
 

@@ -17,7 +17,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from icecompat_writer.rules.schema import type_category
+from icecompat_writer.rules.schema import decimal_params, type_category
 
 __all__ = ["default_problem"]
 
@@ -117,8 +117,7 @@ def _valid(year: str, month: str, day: str, *clock: str | None) -> bool:
 
 def _decimal_fits(text: str, column_type: Any) -> bool:
     """The value has at most the column's scale and at most precision - scale integer digits."""
-    m = re.fullmatch(r"decimal\((\d+),\s*(\d+)\)", column_type) if isinstance(column_type, str) else None
-    precision, scale = (int(m.group(1)), int(m.group(2))) if m else (10, 0)
+    precision, scale = decimal_params(column_type) or (10, 0)  # Spark's plain DECIMAL is (10, 0)
     try:
         value = Decimal(text).as_tuple()
     except InvalidOperation:

@@ -13,6 +13,7 @@ backticks, backticks doubled, so that every path reads back unambiguously.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -29,12 +30,15 @@ __all__ = [
     "FieldNode",
     "MalformedSchemaError",
     "SchemaIndex",
+    "ShapeSlot",
     "SlotNode",
     "TypeNode",
     "cached_index",
+    "child_path",
     "clear_index_cache",
     "column_id",
     "contains_struct",
+    "decimal_params",
     "field_lookup",
     "field_metadata",
     "fold_name",
@@ -88,6 +92,22 @@ def quote_name(name: str) -> str:
 
 def join_path(parent: str, segment: str) -> str:
     return segment if not parent else parent + "." + segment
+
+
+def child_path(parent: str, name: Any) -> str:
+    """The path of struct field ``name`` (any JSON value; text is what counts) below ``parent``."""
+    if not isinstance(name, str):
+        name = str(name)
+    return join_path(parent, quote_name(name))
+
+
+_DECIMAL_TYPE = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)")
+
+
+def decimal_params(t: Any) -> tuple[int, int] | None:
+    """``(precision, scale)`` of a Delta ``decimal(P,S)`` type, else None."""
+    m = _DECIMAL_TYPE.fullmatch(t.strip()) if isinstance(t, str) else None
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def type_category(t: Any) -> str:
@@ -336,11 +356,7 @@ def index_schema(schema: Mapping[str, Any]) -> SchemaIndex:
         for f in fields or ():
             if not (type(f) is dict or isinstance(f, Mapping)):
                 continue
-            name = f.get("name", "")
-            q = name if isinstance(name, str) and name and "." not in name and "`" not in name else None
-            if q is None:
-                q = quote_name(str(name))
-            node = _field_node(idx, f, parent_path + "." + q if parent_path else q, parent)
+            node = _field_node(idx, f, child_path(parent_path, f.get("name", "")), parent)
             walk_type(node.type, node.path, node, node.physical_name)
 
     def walk_type(t: Any, path: str, owner: FieldNode, slot_prefix: str) -> None:
@@ -369,26 +385,31 @@ def index_schema(schema: Mapping[str, Any]) -> SchemaIndex:
     return idx
 
 
+# An array element or map key/value of a known walk: (position of the nearest ancestor struct field
+# among the walk's fields, the element/key/value steps below that field such as ``.value.element``,
+# the slot's column path, the slot's type).
+ShapeSlot = tuple[int, str, str, Any]
+
+
 def index_from_shape(
     root: Mapping[str, Any],
-    raws: list[Mapping[str, Any]],
-    paths: list[str],
-    parents: list[int],
-    slots: Iterable[tuple[int, str, str, Any]],
+    fields: Iterable[tuple[Mapping[str, Any], str]],
+    parents: Iterable[int],
+    slots: Iterable[ShapeSlot],
     categories: set[str],
 ) -> SchemaIndex:
     """The index of a schema whose walk is already known, reading each field's metadata now.
 
     The planner walks its copy of the schema once before the fixers change field metadata (never the
-    shape); building the final index from that walk costs a third of walking again. ``raws`` and
-    ``paths`` are the struct fields in pre-order, ``parents`` the position of each one's nearest
-    ancestor struct field (-1 at the top), ``slots`` (owner position, element/key/value steps, path,
-    type) every array element and map key/value in pre-order, ``categories`` every type category.
+    shape); building the final index from that walk costs a third of walking again. ``fields`` are
+    (struct field, path) in pre-order, ``parents`` the position of each one's nearest ancestor struct
+    field (-1 at the top), ``slots`` every array element and map key/value in pre-order,
+    ``categories`` every type category.
     """
     idx = SchemaIndex(root)
     idx.categories = set(categories)
     nodes = idx.fields
-    for f, path, parent_i in zip(raws, paths, parents, strict=True):
+    for (f, path), parent_i in zip(fields, parents, strict=True):
         _field_node(idx, f, path, nodes[parent_i] if parent_i >= 0 else None)
     idx.slots = [SlotNode(p, nodes[o].physical_name + steps, t, nodes[o]) for o, steps, p, t in slots]
     return idx

@@ -146,11 +146,12 @@ def test_a_commit_whose_answer_is_lost_lands_once_and_one_that_failed_leaves_not
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    said = {
-        json.loads(line.split(" ", 1)[1])["table"]: (line.split(" ", 1)[0], json.loads(line.split(" ", 1)[1]))
-        for line in proc.stdout.splitlines()
-        if line.startswith(("RESULT ", "REFUSED "))
-    }
+    said: dict[str, tuple[str, dict]] = {}
+    for line in proc.stdout.splitlines():
+        kind, _, body = line.partition(" ")
+        if kind in ("RESULT", "REFUSED"):
+            record = json.loads(body)
+            said[record["table"]] = (kind, record)
     # the store really threw, once for each table
     assert marker.read_text().splitlines() == [
         f"after:{commit_file(landed, 1)}",
