@@ -39,6 +39,16 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """The run's S3-compatible server (moto) on 127.0.0.1; see tests/objectstores.py."""
+    from tests.objectstores import start_s3_server
+
+    server = start_s3_server(tmp_path_factory.mktemp("moto"))
+    yield server
+    server.stop()
+
+
 @pytest.fixture
 def table_path(tmp_path: Path) -> Path:
     """A fresh, not yet existing table location."""

@@ -1,0 +1,112 @@
+"""Real object-store servers for the tests, started on 127.0.0.1 by the test run itself.
+
+S3: moto's standalone server (``moto_server``, PyPI), a real HTTP endpoint that speaks the S3 REST API
+(SigV4, ranged GETs, ``If-None-Match: *`` conditional PUTs). Every client of the run (Spark's ``s3a``
+connector, pyarrow, boto3) reaches it the way it reaches AWS: an endpoint, a region and a key pair.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["S3Server", "start_s3_server"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class S3Server:
+    """One running moto server: where it listens and the credentials every client uses."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    access_key: str = "icecompat-test"
+    secret_key: str = "icecompat-secret"
+    region: str = "us-east-1"
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def client(self) -> Any:
+        """A boto3 S3 client on this server (path-style addressing, as s3a is configured)."""
+        import boto3
+        from botocore.config import Config
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=self.access_key,
+            aws_secret_access_key=self.secret_key,
+            region_name=self.region,
+            config=Config(s3={"addressing_style": "path"}),
+        )
+
+    def new_bucket(self, prefix: str = "t") -> str:
+        """A fresh, empty bucket (S3 names: lower case, 3 to 63 characters)."""
+        name = f"{prefix}-{uuid.uuid4().hex[:12]}"
+        self.client().create_bucket(Bucket=name)
+        return name
+
+    def environ(self) -> dict[str, str]:
+        """The standard AWS environment variables that point SDKs and tools at this server."""
+        return {
+            "AWS_ACCESS_KEY_ID": self.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.secret_key,
+            "AWS_REGION": self.region,
+            "AWS_DEFAULT_REGION": self.region,
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ENDPOINT_URL_S3": self.endpoint,
+        }
+
+    def bucket_digest(self, bucket: str, prefix: str = "") -> dict[str, str]:
+        """Every object under ``prefix`` (key -> sha256 of its bytes): equal digests, untouched bucket."""
+        c = self.client()
+        out: dict[str, str] = {}
+        for page in c.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            for obj in page.get("Contents", []):
+                body = c.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read()
+                out[obj["Key"]] = hashlib.sha256(body).hexdigest()
+        return out
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def start_s3_server(log_dir: Path) -> S3Server:
+    """Start ``moto_server`` on a free loopback port and wait until it answers."""
+    port = _free_port()
+    exe = Path(sys.executable).with_name("moto_server")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "moto.server"]
+    log = open(log_dir / "moto.log", "wb")  # the server writes it until stop()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    proc = subprocess.Popen([*cmd, "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log, env=env)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"moto_server exited with {proc.returncode}; see {log_dir / 'moto.log'}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return S3Server(proc, port)
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError(f"moto_server did not listen on 127.0.0.1:{port} within 30 s")
