@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -33,6 +34,7 @@ class S3Server:
 
     process: subprocess.Popen[bytes]
     port: int
+    log_path: Path | None = None
     access_key: str = "icecompat-test"
     secret_key: str = "icecompat-secret"
     region: str = "us-east-1"
@@ -82,6 +84,35 @@ class S3Server:
                 out[obj["Key"]] = hashlib.sha256(body).hexdigest()
         return out
 
+    def upload_dir(self, local: Path, bucket: str, prefix: str) -> list[str]:
+        """Copy every file under ``local`` to ``bucket`` below ``prefix`` (keys keep the relative path)."""
+        c = self.client()
+        keys: list[str] = []
+        for path in sorted(p for p in Path(local).rglob("*") if p.is_file()):
+            key = f"{prefix.rstrip('/')}/{path.relative_to(local).as_posix()}"
+            c.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
+            keys.append(key)
+        return keys
+
+    def request_mark(self) -> int:
+        """A position in the server's request log: :meth:`requests_since` counts from here."""
+        time.sleep(0.05)
+        assert self.log_path is not None
+        return self.log_path.stat().st_size
+
+    def requests_since(self, mark: int) -> list[tuple[str, str, int]]:
+        """``(method, path with query, status)`` of every request the server logged after ``mark``."""
+        time.sleep(0.2)  # the server writes its access log line after answering
+        assert self.log_path is not None
+        with open(self.log_path, "rb") as fh:
+            fh.seek(mark)
+            text = fh.read().decode("utf-8", "replace")
+        text = re.sub(r"\x1b\[[0-9;]*m", "", text)
+        return [
+            (m.group(1), m.group(2), int(m.group(3)))
+            for m in re.finditer(r'"([A-Z]+) (\S+) HTTP/[0-9.]+" (\d{3})', text)
+        ]
+
     def stop(self) -> None:
         self.process.terminate()
         try:
@@ -105,7 +136,7 @@ def start_s3_server(log_dir: Path) -> S3Server:
             raise RuntimeError(f"moto_server exited with {proc.returncode}; see {log_dir / 'moto.log'}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return S3Server(proc, port)
+                return S3Server(proc, port, log_path=log_dir / "moto.log")
         except OSError:
             time.sleep(0.1)
     proc.kill()
