@@ -8,8 +8,9 @@ What the checker adds to the rules is the honesty of an auditor: whatever it cou
 :class:`CheckFinding`, and an *error* finding makes the table non-compliant, because a checker cannot
 vouch for a log line it skipped or a data file it could not read. Data files are only ever opened
 when their path, symlinks resolved, stays inside the table root; anything else is a finding. On an
-object store (S3, GCS, Azure) each footer costs one ranged read of the object's tail, read in
-parallel by a bounded pool (:func:`icecompat_writer.storage.map_bounded`).
+object store (S3, GCS, Azure) the table is listed once, which gives every object's size, and each
+footer then costs one ranged read of the object's tail, read in parallel by a bounded pool
+(:func:`icecompat_writer.storage.map_bounded`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from icecompat_writer import storage
-from icecompat_writer.checking.footers import FooterReadError, read_footer, read_object_footer
+from icecompat_writer.checking.footers import FooterReadError, read_footer, read_listed_footer
 from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.deltalog.findings import FindingCode, LogFinding
 from icecompat_writer.deltalog.paths import resolve_data_path, resolve_data_path_text
@@ -463,16 +464,23 @@ def _read_data_file(
     return footer, None
 
 
-def _read_object(root: ObjectPath, add: AddFile) -> tuple[ParquetFooter | None, CheckFinding | None]:
+def _read_object(
+    root: ObjectPath, add: AddFile, sizes: dict[str, int]
+) -> tuple[ParquetFooter | None, CheckFinding | None]:
     """:func:`_read_data_file` for a table on an object store: one ranged read of the object's tail.
 
-    An object store has no links, pipes or devices; a path outside the root is already a finding.
+    ``sizes`` is one listing of the table (object URI -> size): it says which files exist and how
+    long they are, so no file costs more than the ranged read of its footer. An object store has no
+    links, pipes or devices; a path outside the root is already a finding.
     """
     target = resolve_data_path(root, add.path)
     if not isinstance(target, ObjectPath):
         return None, None
+    size = sizes.get(target.uri)
     try:
-        footer, size = read_object_footer(target)
+        if size is None:
+            raise FooterReadError(target, "the file does not exist")
+        footer = read_listed_footer(target, size)
     except FooterReadError as e:
         if e.reason == "the file does not exist":
             return None, CheckFinding(
@@ -560,8 +568,9 @@ def _read_footers(
     adds = snapshot.files.get_many(order)
     if isinstance(snapshot.table_root, ObjectPath):
         table_root = snapshot.table_root
+        sizes = {e.location.uri: e.size for e in storage.list_tree(table_root)} if adds else {}
         results: Iterable[tuple[ParquetFooter | None, CheckFinding | None]] = storage.map_bounded(
-            lambda add: _read_object(table_root, add), adds
+            lambda add: _read_object(table_root, add, sizes), adds
         )
     else:
         real_root = os.path.realpath(root)

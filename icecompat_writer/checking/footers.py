@@ -30,7 +30,14 @@ from icecompat_writer.errors import TableReadError
 from icecompat_writer.facts import DataFileFacts, ParquetField, ParquetFooter
 from icecompat_writer.storage import ObjectPath
 
-__all__ = ["TAIL_BYTES", "FooterReadError", "file_facts", "read_footer", "read_object_footer"]
+__all__ = [
+    "TAIL_BYTES",
+    "FooterReadError",
+    "file_facts",
+    "read_footer",
+    "read_listed_footer",
+    "read_object_footer",
+]
 
 TAIL_BYTES = 64 * 1024
 """How much of an object's end one ranged read fetches for its footer: most footers fit (a file with
@@ -122,6 +129,33 @@ def read_object_footer(path: ObjectPath) -> tuple[ParquetFooter, int]:
     except (OSError, pa.ArrowException, ValueError) as e:
         raise FooterReadError(path, f"pyarrow cannot open it ({e})") from e
     return _footer(path, raw_schema, meta), size
+
+
+def read_listed_footer(path: ObjectPath, size: int) -> ParquetFooter:
+    """The footer of a Parquet object whose size a listing gave: one ranged read, no size request.
+
+    pyarrow reads the footer (from the last 64 KiB; a longer one costs one more ranged read) and
+    serialises the same Thrift ``FileMetaData`` back, from which the schema list is decoded as for a
+    local file: the schema elements (ids, repetition, types, annotations) are fields pyarrow keeps.
+    """
+    if size < 12:
+        raise FooterReadError(path, f"{size} bytes is too small for a Parquet file")
+    try:
+        meta = storage.read_parquet_metadata(path, size)
+    except FileNotFoundError:
+        raise FooterReadError(path, "the file does not exist") from None
+    except (OSError, pa.ArrowException, ValueError) as e:
+        text = str(e)
+        if "encrypted" in text.lower() or "PARE" in text:
+            raise FooterReadError(path, "the footer is encrypted") from e
+        if "magic" in text.lower():
+            raise FooterReadError(path, "no Parquet magic at the end (not Parquet, or truncated)") from e
+        raise FooterReadError(path, f"pyarrow cannot open it ({e})") from e
+    sink = pa.BufferOutputStream()
+    meta.write_metadata_file(sink)
+    data = sink.getvalue().to_pybytes()
+    (length,) = struct.unpack("<I", data[-8:-4])
+    return _footer(path, _decode_schema(path, data[-8 - length : -8]), meta)
 
 
 def _check_end(path: Any, tail: bytes, size: int) -> None:

@@ -6,8 +6,9 @@ their store (:mod:`.filesystems`). Request costs on an object store, the reason 
 * :func:`list_files` / :func:`list_tree`: one paginated LIST (1,000 keys a page), sizes included; a
   reader learns which files exist from the listing, never by probing names one by one;
 * :func:`read_bytes`: one GET for the whole object (pyarrow asks its size first with one HEAD);
-* :func:`read_tail`: one ranged GET of the last ``length`` bytes (after the same HEAD): a Parquet
-  footer is read with one request, and read again only when it is longer than the tail fetched;
+* :func:`read_tail`: one ranged GET of the last ``length`` bytes (after the same HEAD);
+* :func:`read_parquet_metadata`: a Parquet footer whose object size a listing gave: one ranged GET of
+  the last 64 KiB, no HEAD (a footer longer than that is read once more);
 * :func:`create_if_absent`: one conditional PUT (see :mod:`.conditional`);
 * :func:`delete_files`: one DELETE per object.
 """
@@ -41,6 +42,8 @@ __all__ = [
     "map_bounded",
     "parquet_source",
     "read_bytes",
+    "read_parquet_metadata",
+    "read_range",
     "read_tail",
     "write_bytes",
 ]
@@ -157,6 +160,22 @@ def read_range(path: Location, offset: int, length: int) -> bytes:
             return fh.read(length)
     with _open(path) as fh:
         return bytes(fh.read_at(length, offset))
+
+
+def read_parquet_metadata(path: ObjectPath, size: int) -> Any:
+    """The ``FileMetaData`` of a Parquet object whose size a listing gave: one ranged GET, no HEAD.
+
+    pyarrow's dataset fragments take the file size, so the reader fetches the last 64 KiB (and only a
+    longer footer again) without asking the store for the size first; ``open_input_file`` cannot.
+    """
+    import pyarrow.dataset as ds
+
+    fragment = ds.ParquetFileFormat().make_fragment(path.fs_path, filesystem=filesystem(path), file_size=size)
+    try:
+        fragment.ensure_complete_metadata()
+    except FileNotFoundError:
+        raise _missing(path) from None
+    return fragment.metadata
 
 
 def file_size(path: Location) -> int:
