@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.objectstores import S3Server
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--soak", action="store_true", default=False, help="also run the long soak variants")
@@ -22,9 +24,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
-    """The one SparkSession of the run: local[2], UI off, Delta and the shim jars loaded."""
+def spark(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> Iterator:
+    """The one SparkSession of the run: local[2], UI off, Delta and the shim jars loaded.
+
+    It also carries Spark's ``s3a`` connector (the test jars bin/setup fetches) pointed at the run's S3
+    server, so a test reaches ``s3a://<bucket>/...`` through the same session as local tables.
+    """
     import icecompat_writer
+    from tests.objectstores import s3a_test_jars
 
     base = tmp_path_factory.mktemp("spark")
     session = icecompat_writer.session(
@@ -33,6 +40,10 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
             "spark.sql.warehouse.dir": str(base / "warehouse"),
             "spark.driver.extraJavaOptions": f"-Dderby.system.home={base / 'derby'}",
             "spark.sql.shuffle.partitions": "2",
+            "spark.jars": ",".join(str(p) for p in s3a_test_jars()),
+            # Delta's log store for S3 (one writer per table at a time); the guard wraps it per scheme
+            "spark.delta.logStore.s3a.impl": "io.delta.storage.S3SingleDriverLogStore",
+            **s3_server.spark_conf(),
         },
     )
     yield session

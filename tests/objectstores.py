@@ -19,7 +19,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["S3Server", "start_s3_server"]
+__all__ = ["S3Server", "s3a_test_jars", "start_s3_server"]
+
+# Where bin/setup puts Spark's s3a connector (hadoop-aws 3.5.0 and the AWS SDK v2 modules it loads),
+# fetched by Maven from jvm_shim/test-jars/pom.xml; outside the package, which ships no cloud SDK.
+TEST_JARS_DIR = Path(__file__).resolve().parent.parent / ".cache" / "test-jars"
+
+
+def s3a_test_jars() -> list[Path]:
+    """The s3a jars for the test Spark session; refuses loudly when bin/setup has not fetched them."""
+    jars = sorted(TEST_JARS_DIR.glob("*.jar"))
+    if not any(p.name.startswith("hadoop-aws-") for p in jars):
+        raise RuntimeError(f"the s3a test jars are missing from {TEST_JARS_DIR}; run bin/setup")
+    return jars
 
 
 def _free_port() -> int:
@@ -72,6 +84,26 @@ class S3Server:
             "AWS_DEFAULT_REGION": self.region,
             "AWS_ENDPOINT_URL": self.endpoint,
             "AWS_ENDPOINT_URL_S3": self.endpoint,
+        }
+
+    def spark_conf(self) -> dict[str, str]:
+        """Spark settings that point the ``s3a`` connector at this server (as a user points it at AWS).
+
+        Path-style addressing (the bucket is in the path, not the host name), TLS off, a fixed key pair
+        and region; few retries so that a broken server fails a test in seconds, not minutes.
+        """
+        return {
+            "spark.hadoop.fs.s3a.endpoint": self.endpoint,
+            "spark.hadoop.fs.s3a.endpoint.region": self.region,
+            "spark.hadoop.fs.s3a.access.key": self.access_key,
+            "spark.hadoop.fs.s3a.secret.key": self.secret_key,
+            "spark.hadoop.fs.s3a.aws.credentials.provider": (
+                "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+            ),
+            "spark.hadoop.fs.s3a.path.style.access": "true",
+            "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
+            "spark.hadoop.fs.s3a.attempts.maximum": "2",
+            "spark.hadoop.fs.s3a.retry.limit": "2",
         }
 
     def bucket_digest(self, bucket: str, prefix: str = "") -> dict[str, str]:
