@@ -40,6 +40,7 @@ __all__ = [
     "list_files",
     "list_tree",
     "map_bounded",
+    "mtime_ms",
     "parquet_source",
     "read_bytes",
     "read_parquet_metadata",
@@ -193,6 +194,16 @@ def file_size(path: Location) -> int:
     if info.type != pafs.FileType.File:
         raise local.NotRegularFileError(str(path), 0o040000)
     return int(info.size or 0)
+
+
+def mtime_ms(path: Location) -> int:
+    """Last modification time in milliseconds since the epoch (``FileNotFoundError`` when missing)."""
+    if isinstance(path, Path):
+        return int(path.stat().st_mtime * 1000)
+    info = filesystem(path).get_file_info(path.fs_path)
+    if info.type == pafs.FileType.NotFound or info.mtime_ns is None:
+        raise _missing(path)
+    return int(info.mtime_ns // 1_000_000)
 
 
 def exists(path: Location) -> bool:
