@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["S3Server", "s3a_test_jars", "start_s3_server"]
+__all__ = ["AzuriteServer", "S3Server", "s3a_test_jars", "start_azurite", "start_s3_server"]
 
 # Where bin/setup puts Spark's s3a connector (hadoop-aws 3.5.0 and the AWS SDK v2 modules it loads),
 # fetched by Maven from jvm_shim/test-jars/pom.xml; outside the package, which ships no cloud SDK.
@@ -173,3 +173,117 @@ def start_s3_server(log_dir: Path) -> S3Server:
             time.sleep(0.1)
     proc.kill()
     raise RuntimeError(f"moto_server did not listen on 127.0.0.1:{port} within 30 s")
+
+
+# --- Azure Blob: Azurite --------------------------------------------------------------------------
+
+AZURITE_PACKAGE = Path(__file__).resolve().parent / "azurite" / "package.json"
+AZURITE_ACCOUNT = "devstoreaccount1"
+# Azurite's fixed development key (public, documented with the emulator; it guards nothing).
+AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+
+def azurite_bin() -> Path:
+    """The ``azurite-blob`` executable, installed by npm from tests/azurite/package.json into a cache
+    directory outside the package (once; the pinned version names the directory)."""
+    import json
+
+    version = json.loads(AZURITE_PACKAGE.read_text())["dependencies"]["azurite"]
+    cache = (
+        Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+        / "icecompat_writer"
+        / f"azurite-{version}"
+    )
+    exe = cache / "node_modules" / ".bin" / "azurite-blob"
+    if not exe.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        (cache / "package.json").write_bytes(AZURITE_PACKAGE.read_bytes())
+        subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=cache,
+            check=True,
+            timeout=600,
+        )
+    return exe
+
+
+@dataclass
+class AzuriteServer:
+    """One running Azurite Blob service on 127.0.0.1."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+
+    @property
+    def blob_endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}/{AZURITE_ACCOUNT}"
+
+    def connection_string(self) -> str:
+        return (
+            f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
+            f"BlobEndpoint={self.blob_endpoint};"
+        )
+
+    def environ(self) -> dict[str, str]:
+        """The standard Azure variable that points SDKs and tools at this emulator."""
+        return {"AZURE_STORAGE_CONNECTION_STRING": self.connection_string()}
+
+    def new_container(self, prefix: str = "c") -> str:
+        from azure.storage.blob import BlobServiceClient
+
+        name = f"{prefix}-{uuid.uuid4().hex[:12]}"
+        BlobServiceClient.from_connection_string(self.connection_string()).create_container(name)
+        return name
+
+    def container_digest(self, container: str) -> dict[str, str]:
+        from azure.storage.blob import BlobServiceClient
+
+        client = BlobServiceClient.from_connection_string(self.connection_string()).get_container_client(
+            container
+        )
+        return {
+            b.name: hashlib.sha256(client.download_blob(b.name).readall()).hexdigest()
+            for b in client.list_blobs()
+        }
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def start_azurite(work_dir: Path) -> AzuriteServer:
+    """Start Azurite's Blob service on a free loopback port (data in ``work_dir``) and wait for it."""
+    exe = azurite_bin()
+    port = _free_port()
+    log = open(work_dir / "azurite.log", "wb")  # the server writes it until stop()
+    proc = subprocess.Popen(
+        [
+            str(exe),
+            "--blobHost",
+            "127.0.0.1",
+            "--blobPort",
+            str(port),
+            "--location",
+            str(work_dir),
+            "--skipApiVersionCheck",
+            "--loose",
+            "--silent",
+        ],
+        stdout=log,
+        stderr=log,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"azurite exited with {proc.returncode}; see {work_dir / 'azurite.log'}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return AzuriteServer(proc, port)
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError(f"azurite did not listen on 127.0.0.1:{port} within 30 s")
