@@ -243,13 +243,21 @@ def create_if_absent(path: Location, data: bytes) -> bool:
 
 
 def delete_files(paths: Iterable[Location]) -> int:
-    """Delete each file that exists; how many were deleted. Missing files are skipped, not errors."""
+    """Delete each file that exists; how many were deleted. Missing files are skipped, not errors.
+
+    A local file written through Hadoop has a checksum sibling (``.<name>.crc``) that Hadoop's local
+    filesystem keeps as part of the file; it goes with the file.
+    """
     deleted = 0
     for p in paths:
         if isinstance(p, Path):
             try:
                 p.unlink()
                 deleted += 1
+            except FileNotFoundError:
+                pass
+            try:
+                p.with_name(f".{p.name}.crc").unlink()
             except FileNotFoundError:
                 pass
             continue
