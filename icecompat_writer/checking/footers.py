@@ -25,10 +25,10 @@ import pyarrow.parquet as pq
 from icecompat_writer import storage
 from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
-from icecompat_writer.deltalog.readers import NotRegularFileError, open_regular_file
 from icecompat_writer.errors import TableReadError
 from icecompat_writer.facts import DataFileFacts, ParquetField, ParquetFooter
 from icecompat_writer.storage import ObjectPath
+from icecompat_writer.storage.local import NotRegularFileError, open_regular_file
 
 __all__ = [
     "TAIL_BYTES",

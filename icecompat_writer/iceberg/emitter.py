@@ -545,7 +545,7 @@ class _Emitter:
         try:
             import pyarrow.parquet as pq
 
-            return int(pq.read_metadata(local).num_rows)
+            return int(pq.read_metadata(storage.parquet_source(local)).num_rows)
         except (OSError, ValueError):
             return None
 
