@@ -298,3 +298,19 @@ def hadoop_conf_values(spark: SparkSession, keys: Sequence[str]) -> dict[str, st
         if value is not None:
             out[key] = str(value)
     return out
+
+
+def driver_session() -> SparkSession | None:
+    """The running classic session of this driver, from any Python thread; None without one.
+
+    ``SparkSession.getActiveSession()`` asks the JVM for the session of the calling thread, and a
+    Python pool thread (footer reads) talks to the JVM through a thread that has none; the driver's
+    default session (what ``builder.getOrCreate()`` would return, cleared by ``stop()``) is the answer
+    there. Nothing is started.
+    """
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        spark = SparkSession._instantiatedSession
+    return spark

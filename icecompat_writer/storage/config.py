@@ -187,20 +187,18 @@ def session_hadoop_values(path: ObjectPath) -> dict[str, str] | None:
     """The Hadoop values of the running Spark session for ``path``'s keys; None without a session.
 
     Only a session that already runs is used (none is started: the CLI works without Spark), and
-    only when pyspark was imported by someone else.
+    only when pyspark was imported by someone else; any thread of the driver finds it.
     """
     if "pyspark" not in sys.modules:
         return None
-    try:
-        from pyspark.sql import SparkSession
+    from icecompat_writer.jvm import bridge
 
-        spark: Any = SparkSession.getActiveSession()
+    try:
+        spark: Any = bridge.driver_session()
     except Exception:  # a half-initialised pyspark: behave as without a session
         return None
     if spark is None:
         return None
-    from icecompat_writer.jvm import bridge
-
     return bridge.hadoop_conf_values(spark, hadoop_keys(path))
 
 

@@ -60,10 +60,10 @@ def options_for(path: ObjectPath) -> StoreOptions:
 def _session_id() -> int:
     if "pyspark" not in sys.modules:
         return 0
-    try:
-        from pyspark.sql import SparkSession
+    from icecompat_writer.jvm import bridge
 
-        spark = SparkSession.getActiveSession()
+    try:
+        spark = bridge.driver_session()
     except Exception:
         return 0
     return 0 if spark is None else id(spark)

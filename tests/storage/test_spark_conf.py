@@ -65,3 +65,16 @@ def test_per_bucket_settings_of_the_session_override_global_ones(
     finally:
         conf.unset(f"fs.s3a.bucket.{bucket}.endpoint.region")
         storage.clear_cache()
+
+
+def test_pool_threads_of_the_driver_find_the_session_too(
+    spark: SparkSession, s3_server: Any, no_aws_env: None
+) -> None:
+    """Footers are read by a thread pool; each thread must reach the bucket with the session's settings."""
+    loc = parse_location(f"s3a://{s3_server.new_bucket()}/t")
+    assert isinstance(loc, ObjectPath)
+
+    def endpoint_source(_: int) -> str | None:
+        return dict(options_for(loc).sources).get("endpoint")
+
+    assert list(storage.map_bounded(endpoint_source, list(range(8)), workers=4)) == ["fs.s3a.endpoint"] * 8
