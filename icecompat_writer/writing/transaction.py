@@ -91,6 +91,12 @@ class Attempt:
         deleted = 0
         try:
             deleted += _delete_added(self.location, [a.path for a in self.added])
+        except Exception as e:  # the JVM's abort below deletes them too: never hide the first error
+            log.warning(
+                "could not delete the files of %s from Python (%s); Delta's abort deletes them",
+                self.location,
+                e,
+            )
         finally:
             deleted += int(self.pending.abort())
             _remove_empty_dirs(
