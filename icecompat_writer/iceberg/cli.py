@@ -1,4 +1,6 @@
-"""``icecompat iceberg TABLE_PATH [--format-version 2|3]``, ready to be wired as a subcommand.
+"""``icecompat iceberg TABLE_PATH [--format-version 2|3] [--catalog NAME --identifier NS.TABLE]``.
+
+Ready to be wired as a subcommand.
 
 :func:`add_arguments` fills a (sub)parser and :func:`run` executes parsed arguments, following the exit
 codes of ``icecompat_writer.cli.main``: 0 written or already current, 1 the table is refused
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 
 from icecompat_writer.errors import CompatViolation, IcecompatError
 
+from .catalogs import sync_catalog
 from .emitter import write_iceberg_metadata
 
 __all__ = ["add_arguments", "main", "run"]
@@ -36,19 +39,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="Iceberg format version (default: kept for an existing tree; new: 3 if IcebergCompatV3, else 2)",
     )
+    parser.add_argument(
+        "--catalog",
+        metavar="NAME",
+        default=None,
+        help="also register the table in (or move it forward in) the pyiceberg catalog NAME "
+        "(.pyiceberg.yaml or PYICEBERG_CATALOG__NAME__* variables); needs --identifier",
+    )
+    parser.add_argument(
+        "--identifier",
+        metavar="NAMESPACE.TABLE",
+        default=None,
+        help="the table's identifier in --catalog",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Convert and report; never raises for the package's own errors (they become exit codes)."""
+    catalog, identifier = getattr(args, "catalog", None), getattr(args, "identifier", None)
+    if (catalog is None) != (identifier is None):
+        print("icecompat iceberg: --catalog and --identifier go together", file=sys.stderr)
+        return EXIT_ERROR
     try:
         result = write_iceberg_metadata(args.table_path, format_version=args.format_version)
+        print(result.summary())
+        if catalog is not None and identifier is not None:
+            print(sync_catalog(catalog, identifier, str(result.metadata_path)).summary())
     except CompatViolation as err:
         print(f"icecompat iceberg: {err}", file=sys.stderr)
         return EXIT_VIOLATIONS
     except IcecompatError as err:
         print(f"icecompat iceberg: {err}", file=sys.stderr)
         return EXIT_ERROR
-    print(result.summary())
     return EXIT_OK
 
 

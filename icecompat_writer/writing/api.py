@@ -13,6 +13,7 @@ anything is retried, so a retry never duplicates rows.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -41,6 +42,8 @@ from icecompat_writer.writing.target import Target, parse_target
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+    from icecompat_writer.iceberg.sync import IcebergSync
 
 __all__ = ["WriteResult", "compat_write"]
 
@@ -71,6 +74,8 @@ class WriteResult:
     ``version`` is the committed table version (None when nothing was committed, see ``skipped``);
     ``files`` are the data files added (paths as in the log); ``rows`` the rows they hold (from their
     ``numRecords``); ``changes`` what the plan changed in the protocol and metadata, and why.
+    ``iceberg`` is the Iceberg sync that followed the commit (tables whose
+    ``delta.universalFormat.enabledFormats`` lists ``iceberg``; None otherwise).
     """
 
     target: str
@@ -84,6 +89,7 @@ class WriteResult:
     skipped: str | None = None
     attempts: int = 1
     removed_files: int = 0
+    iceberg: IcebergSync | None = None
 
     def __str__(self) -> str:
         if self.version is None:
@@ -354,4 +360,26 @@ def compat_write(
             removed_files=removed_count,
         )
 
-    return transaction.run(spark, location, attempt_write, created=created)
+    result: WriteResult = transaction.run(spark, location, attempt_write, created=created)
+    if result.version is not None:
+        result = _sync_iceberg(spark, result)
+    return result
+
+
+def _sync_iceberg(spark: Any, result: WriteResult) -> WriteResult:
+    """The last step after a commit: Iceberg metadata (and catalog) for tables that ask for it.
+
+    The committed table's properties are read from its log at the committed version, so a property
+    set by this very write counts. A failure warns (``IcebergSyncWarning``) and never fails the write.
+    """
+    from icecompat_writer.deltalog.paths import table_root_path
+    from icecompat_writer.iceberg import _delta
+    from icecompat_writer.iceberg.sync import CATALOG_CONF, sync_after_commit, sync_requested
+
+    assert result.version is not None
+    configuration = _delta.state_at(table_root_path(result.location), result.version).metadata.configuration
+    if not sync_requested(configuration):
+        return result
+    conf_catalog = spark.conf.get(CATALOG_CONF, None)
+    synced = sync_after_commit(result.location, result.version, configuration, conf_catalog)
+    return dataclasses.replace(result, iceberg=synced)

@@ -1,0 +1,200 @@
+"""Registering the emitted Iceberg table in an Iceberg catalog and keeping it current, forward only.
+
+Catalogs are pyiceberg's: chosen by name and configured the way pyiceberg users already configure them
+(``~/.pyiceberg.yaml`` or ``$PYICEBERG_HOME/.pyiceberg.yaml``, ``PYICEBERG_CATALOG__<NAME>__<KEY>``
+environment variables), so the SQL catalog on a sqlite file, REST, Glue and Hive all work through
+``pyiceberg.catalog.load_catalog(name)``.
+
+A new identifier is registered on the metadata file the emitter just committed (``register_table``). An
+existing one is moved forward with the catalog's own optimistic commit: the snapshots, schemas and
+partition specs the catalog does not have yet are added, ``main`` is set to the emitter's current
+snapshot and the ``icecompat.*`` properties are copied, under the requirements "same table uuid" and
+"``main`` is still the snapshot I read". A concurrent sync that committed in between makes the
+requirement fail; the catalog is then read again, and a catalog already at or past the Delta version
+being synced is left alone. So the pointer never moves back to an older Delta version, whatever the
+order in which concurrent syncs finish.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from icecompat_writer.errors import IcecompatError
+
+from .emitter import PROP_DELTA_TABLE_ID, PROP_DELTA_VERSION
+
+__all__ = ["CatalogError", "CatalogSync", "sync_catalog"]
+
+_MAX_ATTEMPTS = 10
+
+
+class CatalogError(IcecompatError):
+    """The catalog could not be loaded, or refused or failed the registration or the commit."""
+
+
+@dataclass(frozen=True)
+class CatalogSync:
+    """What one catalog update did.
+
+    ``action`` is ``registered`` (new identifier), ``committed`` (moved forward), or ``current`` (the
+    catalog was already at ``catalog_delta_version`` >= the version offered: nothing written).
+    """
+
+    catalog: str
+    identifier: str
+    action: str
+    delta_version: int
+    catalog_delta_version: int
+    metadata_location: str
+
+    def summary(self) -> str:
+        """One line for the command line."""
+        if self.action == "current":
+            return (
+                f"catalog {self.catalog}: {self.identifier} already at Delta version "
+                f"{self.catalog_delta_version} (offered {self.delta_version}); left as it is"
+            )
+        return (
+            f"catalog {self.catalog}: {self.identifier} {self.action} at Delta version "
+            f"{self.delta_version} ({self.metadata_location})"
+        )
+
+
+def _delta_version_of(properties: dict[str, str]) -> int:
+    raw = properties.get(PROP_DELTA_VERSION)
+    return int(raw) if raw is not None and str(raw).isdigit() else -1
+
+
+def _load(name: str) -> Any:
+    """The catalog ``name``, its configuration read now (pyiceberg's own module-level copy is read once,
+    at import, and would miss configuration set later in a long-running driver)."""
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.utils.config import Config
+
+    hint = f"configure it in .pyiceberg.yaml or PYICEBERG_CATALOG__{name.upper()}__* environment variables"
+    properties = Config().get_catalog_config(name)
+    if not properties:
+        raise CatalogError(f"no Iceberg catalog named {name!r} is configured; {hint}")
+    try:
+        return load_catalog(name, **{str(k): v for k, v in properties.items()})
+    except Exception as err:  # pyiceberg raises ValueError, NotInstalledError, ... for a bad configuration
+        raise CatalogError(
+            f"Iceberg catalog {name!r} could not be loaded ({type(err).__name__}: {err}); {hint}"
+        ) from err
+
+
+def sync_catalog(catalog_name: str, identifier: str, metadata_location: str) -> CatalogSync:
+    """Register ``identifier`` on ``metadata_location`` or move it forward to that metadata's snapshots.
+
+    ``metadata_location`` is a ``v<N>.metadata.json`` the emitter committed (a local path or a URI).
+    Raises :class:`CatalogError` when the catalog cannot be reached, holds a different table under
+    ``identifier``, or keeps refusing the commit.
+    """
+    from pyiceberg.exceptions import (
+        CommitFailedException,
+        NamespaceAlreadyExistsError,
+        NoSuchTableError,
+        TableAlreadyExistsError,
+    )
+    from pyiceberg.table import StaticTable
+
+    location = metadata_location if "://" in metadata_location else f"file://{metadata_location}"
+    ours = StaticTable.from_metadata(location).metadata
+    our_version = _delta_version_of(ours.properties)
+    catalog = _load(catalog_name)
+    namespace = tuple(identifier.split(".")[:-1])
+    if not namespace:
+        raise CatalogError(f"identifier {identifier!r} needs a namespace: NAMESPACE.TABLE")
+    try:
+        for attempt in range(_MAX_ATTEMPTS):
+            try:
+                table = catalog.load_table(identifier)
+            except NoSuchTableError:
+                try:
+                    catalog.create_namespace(namespace)
+                except NamespaceAlreadyExistsError:
+                    pass
+                try:
+                    catalog.register_table(identifier, location)
+                except TableAlreadyExistsError:
+                    continue  # a concurrent sync registered it first: compare with what it registered
+                return CatalogSync(catalog_name, identifier, "registered", our_version, our_version, location)
+            theirs = table.metadata
+            their_version = _delta_version_of(theirs.properties)
+            if str(theirs.table_uuid) != str(ours.table_uuid) or (
+                theirs.properties.get(PROP_DELTA_TABLE_ID) != ours.properties.get(PROP_DELTA_TABLE_ID)
+            ):
+                raise CatalogError(
+                    f"{identifier} in catalog {catalog_name!r} is another table (uuid {theirs.table_uuid}, "
+                    f"ours {ours.table_uuid}); drop it from the catalog or choose another identifier"
+                )
+            if their_version >= our_version:
+                return CatalogSync(
+                    catalog_name, identifier, "current", our_version, their_version, table.metadata_location
+                )
+            requirements, updates = _forward(theirs, ours)
+            try:
+                response = catalog.commit_table(table, requirements, updates)
+            except CommitFailedException:
+                if attempt + 1 == _MAX_ATTEMPTS:
+                    raise
+                continue
+            return CatalogSync(
+                catalog_name, identifier, "committed", our_version, our_version, response.metadata_location
+            )
+    except CatalogError:
+        raise
+    except Exception as err:  # the catalog's own errors (HTTP, SQL, validation) become ours, once
+        raise CatalogError(
+            f"Iceberg catalog {catalog_name!r} failed for {identifier}: {type(err).__name__}: {err}"
+        ) from err
+    raise CatalogError(f"Iceberg catalog {catalog_name!r}: {identifier} kept changing; gave up")
+
+
+def _forward(theirs: Any, ours: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """Requirements and updates that bring the catalog's metadata ``theirs`` to the emitter's ``ours``."""
+    from pyiceberg.table.refs import SnapshotRefType
+    from pyiceberg.table.update import (
+        AddPartitionSpecUpdate,
+        AddSchemaUpdate,
+        AddSnapshotUpdate,
+        AssertRefSnapshotId,
+        AssertTableUUID,
+        SetCurrentSchemaUpdate,
+        SetDefaultSpecUpdate,
+        SetPropertiesUpdate,
+        SetSnapshotRefUpdate,
+    )
+
+    updates: list[Any] = []
+    their_schemas = {s.schema_id for s in theirs.schemas}
+    for schema in ours.schemas:
+        if schema.schema_id not in their_schemas:
+            updates.append(AddSchemaUpdate(schema=schema))
+    if ours.current_schema_id != theirs.current_schema_id:
+        updates.append(SetCurrentSchemaUpdate(schema_id=ours.current_schema_id))
+    their_specs = {s.spec_id for s in theirs.partition_specs}
+    for spec in ours.partition_specs:
+        if spec.spec_id not in their_specs:
+            updates.append(AddPartitionSpecUpdate(spec=spec))
+    if ours.default_spec_id != theirs.default_spec_id:
+        updates.append(SetDefaultSpecUpdate(spec_id=ours.default_spec_id))
+    their_snapshots = {s.snapshot_id for s in theirs.snapshots}
+    for snap in sorted(ours.snapshots, key=lambda s: s.sequence_number or 0):
+        if snap.snapshot_id not in their_snapshots:
+            updates.append(AddSnapshotUpdate(snapshot=snap))
+    if ours.current_snapshot_id is not None:
+        updates.append(
+            SetSnapshotRefUpdate(
+                ref_name="main", type=SnapshotRefType.BRANCH, snapshot_id=ours.current_snapshot_id
+            )
+        )
+    changed = {k: v for k, v in ours.properties.items() if theirs.properties.get(k) != v}
+    if changed:
+        updates.append(SetPropertiesUpdate(updates=changed))
+    requirements = (
+        AssertTableUUID(uuid=theirs.table_uuid),
+        AssertRefSnapshotId(ref="main", snapshot_id=theirs.current_snapshot_id),
+    )
+    return requirements, tuple(updates)

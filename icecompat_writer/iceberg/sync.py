@@ -1,0 +1,169 @@
+"""Iceberg sync after a Delta commit: the last step of the write path (... -> commit -> sync).
+
+A table asks for it as UniForm tables do: ``delta.universalFormat.enabledFormats`` lists ``iceberg``.
+Every ``compat_write`` commit to such a table is then followed, before the call returns, by
+:func:`write_iceberg_metadata` (which converts every Delta version after the last converted one, so a
+sync that failed or never ran, e.g. a process killed between the two commits, is caught up by the next
+one) and, when a catalog is named, by :func:`.catalogs.sync_catalog`.
+
+The Delta commit is the source of truth and is never undone: a failed sync emits
+:class:`IcebergSyncWarning` and the result records the error and the lag.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from icecompat_writer import storage
+from icecompat_writer.deltalog.paths import table_root_path
+from icecompat_writer.errors import ConcurrentWriteError, IcecompatError
+from icecompat_writer.storage import Location
+
+from .catalogs import CatalogSync, sync_catalog
+from .emitter import METADATA_DIR, PROP_DELTA_VERSION, _existing_metadata, write_iceberg_metadata
+
+__all__ = [
+    "CATALOG_CONF",
+    "CATALOG_PROPERTY",
+    "ENABLED_FORMATS",
+    "IDENTIFIER_PROPERTY",
+    "IcebergSync",
+    "IcebergSyncWarning",
+    "converted_version",
+    "sync_after_commit",
+    "sync_requested",
+]
+
+ENABLED_FORMATS = "delta.universalFormat.enabledFormats"
+CATALOG_CONF = "spark.icecompat.iceberg.catalog"
+CATALOG_PROPERTY = "icecompat.iceberg.catalog"
+IDENTIFIER_PROPERTY = "icecompat.iceberg.identifier"
+_ATTEMPTS = 3
+
+
+class IcebergSyncWarning(UserWarning):
+    """A Delta commit stands but its Iceberg sync (metadata or catalog) failed; the next sync catches up."""
+
+
+@dataclass(frozen=True)
+class IcebergSync:
+    """What the sync after a commit did.
+
+    ``delta_version`` is the Delta version synced to; ``converted_version`` the last Delta version the
+    Iceberg metadata holds after the sync; ``lag`` their difference (0 when current). ``error`` is set
+    when the metadata or the catalog update failed (then a warning was emitted too).
+    """
+
+    delta_version: int
+    converted_version: int
+    metadata_location: str | None
+    metadata_version: int | None
+    snapshot_id: int | None
+    catalog: CatalogSync | None
+    error: str | None = None
+
+    @property
+    def lag(self) -> int:
+        return self.delta_version - self.converted_version
+
+
+def sync_requested(configuration: Mapping[str, str]) -> bool:
+    """True when the table's properties ask for Iceberg metadata after every commit."""
+    formats = str(configuration.get(ENABLED_FORMATS, ""))
+    return "iceberg" in {f.strip().lower() for f in formats.split(",")}
+
+
+def converted_version(table_root: str | os.PathLike[str]) -> int | None:
+    """The last Delta version the table's Iceberg metadata holds (None: no Iceberg metadata)."""
+    return _converted(table_root_path(os.fspath(table_root)))
+
+
+def _converted(root: Location) -> int | None:
+    existing = _existing_metadata(root / METADATA_DIR)
+    if existing is None:
+        return None
+    props = json.loads(storage.read_bytes(existing[1]).decode("utf-8")).get("properties") or {}
+    raw = props.get(PROP_DELTA_VERSION)
+    return int(raw) if raw is not None and str(raw).isdigit() else None
+
+
+def _catalog_target(conf_catalog: str | None, configuration: Mapping[str, str]) -> tuple[str, str] | None:
+    name = configuration.get(CATALOG_PROPERTY) or conf_catalog
+    identifier = configuration.get(IDENTIFIER_PROPERTY)
+    if not name and not identifier:
+        return None
+    if not name or not identifier:
+        raise IcecompatError(
+            f"a catalog sync needs both a catalog ({CATALOG_PROPERTY} or {CATALOG_CONF}) and the table "
+            f"property {IDENTIFIER_PROPERTY}; found catalog={name!r}, identifier={identifier!r}"
+        )
+    return name, identifier
+
+
+def sync_after_commit(
+    location: str, version: int, configuration: Mapping[str, str], conf_catalog: str | None = None
+) -> IcebergSync:
+    """Bring the Iceberg metadata (and the catalog, if one is named) up to at least Delta ``version``.
+
+    Never raises for the sync's own failures: they become an :class:`IcebergSyncWarning` and ``error``.
+    """
+    root = table_root_path(location)
+    metadata_location: str | None = None
+    metadata_version: int | None = None
+    snapshot_id: int | None = None
+    catalog: CatalogSync | None = None
+    try:
+        result = None
+        for attempt in range(_ATTEMPTS):
+            try:
+                result = write_iceberg_metadata(location)
+                break
+            except ConcurrentWriteError:
+                # another sync committed the same metadata version first: read it and continue after it
+                if attempt + 1 == _ATTEMPTS:
+                    raise
+        assert result is not None
+        metadata_location = str(result.metadata_path)
+        metadata_version = result.metadata_version
+        snapshot_id = result.snapshots[-1].snapshot_id if result.snapshots else _current_snapshot(result)
+        target = _catalog_target(conf_catalog, configuration)
+        if target is not None:
+            catalog = sync_catalog(target[0], target[1], metadata_location)
+    except Exception as err:  # a sync failure must never fail the committed write
+        message = (
+            f"Delta version {version} of {location} committed; its Iceberg sync failed "
+            f"({type(err).__name__}: {err}); the next sync catches up"
+        )
+        warnings.warn(message, IcebergSyncWarning, stacklevel=3)
+        done = _safe_converted(root)
+        return IcebergSync(
+            version,
+            -1 if done is None else done,
+            metadata_location,
+            metadata_version,
+            snapshot_id,
+            catalog,
+            error=message,
+        )
+    done = _safe_converted(root)
+    return IcebergSync(
+        version, -1 if done is None else done, metadata_location, metadata_version, snapshot_id, catalog
+    )
+
+
+def _current_snapshot(result: Any) -> int | None:
+    meta = json.loads(storage.read_bytes(result.metadata_path).decode("utf-8"))
+    sid = meta.get("current-snapshot-id")
+    return None if sid is None or sid == -1 else int(sid)
+
+
+def _safe_converted(root: Location) -> int | None:
+    try:
+        return _converted(root)
+    except Exception:  # reporting the lag must not turn a warning into a failure
+        return None
