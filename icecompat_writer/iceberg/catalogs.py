@@ -5,14 +5,17 @@ Catalogs are pyiceberg's: chosen by name and configured the way pyiceberg users 
 environment variables), so the SQL catalog on a sqlite file, REST, Glue and Hive all work through
 ``pyiceberg.catalog.load_catalog(name)``.
 
-A new identifier is registered on the metadata file the emitter just committed (``register_table``). An
-existing one is moved forward with the catalog's own optimistic commit: the snapshots, schemas and
-partition specs the catalog does not have yet are added, ``main`` is set to the emitter's current
-snapshot and the ``icecompat.*`` properties are copied, under the requirements "same table uuid" and
-"``main`` is still the snapshot I read". A concurrent sync that committed in between makes the
-requirement fail; the catalog is then read again, and a catalog already at or past the Delta version
-being synced is left alone. So the pointer never moves back to an older Delta version, whatever the
-order in which concurrent syncs finish.
+A new identifier is registered on the metadata file the emitter just committed (``register_table``).
+In pyiceberg's SQL catalog an existing one is moved forward by a compare-and-swap of its pointer to
+that very file (one conditional ``UPDATE ... WHERE metadata_location = <the location read>``, the
+statement the SQL catalog's own commits use). Other catalogs (REST, Glue, Hive) are moved forward with
+the catalog's own optimistic commit: the snapshots, schemas and partition specs the catalog does not
+have yet are added, ``main`` is set to the emitter's current snapshot and the properties are copied,
+under the requirements "same table uuid" and "``main`` is still the snapshot I read"; the catalog then
+writes its own metadata file with the same snapshots, manifest lists and properties. A concurrent sync
+that committed in between makes the swap or the requirement fail; the catalog is then read again, and
+a catalog already at or past the Delta version being synced is left alone. So the pointer never moves
+back to an older Delta version, whatever the order in which concurrent syncs finish.
 """
 
 from __future__ import annotations
@@ -107,7 +110,7 @@ def sync_catalog(catalog_name: str, identifier: str, metadata_location: str) -> 
     if not namespace:
         raise CatalogError(f"identifier {identifier!r} needs a namespace: NAMESPACE.TABLE")
     try:
-        for attempt in range(_MAX_ATTEMPTS):
+        for _attempt in range(_MAX_ATTEMPTS):
             try:
                 table = catalog.load_table(identifier)
             except NoSuchTableError:
@@ -133,16 +136,17 @@ def sync_catalog(catalog_name: str, identifier: str, metadata_location: str) -> 
                 return CatalogSync(
                     catalog_name, identifier, "current", our_version, their_version, table.metadata_location
                 )
-            requirements, updates = _forward(theirs, ours)
-            try:
-                response = catalog.commit_table(table, requirements, updates)
-            except CommitFailedException:
-                if attempt + 1 == _MAX_ATTEMPTS:
-                    raise
-                continue
-            return CatalogSync(
-                catalog_name, identifier, "committed", our_version, our_version, response.metadata_location
-            )
+            if _is_sql(catalog):
+                if not _swap_pointer(catalog, identifier, table.metadata_location, location):
+                    continue  # another sync moved it since it was read: compare again
+                moved_to = location
+            else:
+                requirements, updates = _forward(theirs, ours)
+                try:
+                    moved_to = catalog.commit_table(table, requirements, updates).metadata_location
+                except CommitFailedException:
+                    continue
+            return CatalogSync(catalog_name, identifier, "committed", our_version, our_version, moved_to)
     except CatalogError:
         raise
     except Exception as err:  # the catalog's own errors (HTTP, SQL, validation) become ours, once
@@ -150,6 +154,41 @@ def sync_catalog(catalog_name: str, identifier: str, metadata_location: str) -> 
             f"Iceberg catalog {catalog_name!r} failed for {identifier}: {type(err).__name__}: {err}"
         ) from err
     raise CatalogError(f"Iceberg catalog {catalog_name!r}: {identifier} kept changing; gave up")
+
+
+def _is_sql(catalog: Any) -> bool:
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    return isinstance(catalog, SqlCatalog)
+
+
+def _swap_pointer(catalog: Any, identifier: str, expected: str, new: str) -> bool:
+    """Compare-and-swap of a SQL catalog's pointer: ``expected`` -> ``new`` in one conditional UPDATE.
+
+    The same statement pyiceberg's own ``SqlCatalog.commit_table`` runs, minus writing a metadata file of
+    its own: the catalog points at the emitter's file itself (pyiceberg cannot write format v3
+    metadata). False when the row no longer holds ``expected`` (a concurrent sync won).
+    """
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.catalog.sql import IcebergTables
+    from sqlalchemy import update
+    from sqlalchemy.orm import Session
+
+    namespace = Catalog.namespace_to_string(Catalog.namespace_from(identifier))
+    name = Catalog.table_name_from(identifier)
+    with Session(catalog.engine) as session:
+        done = session.execute(
+            update(IcebergTables)
+            .where(
+                IcebergTables.catalog_name == catalog.name,
+                IcebergTables.table_namespace == namespace,
+                IcebergTables.table_name == name,
+                IcebergTables.metadata_location == expected,
+            )
+            .values(metadata_location=new, previous_metadata_location=expected)
+        )
+        session.commit()
+        return bool(done.rowcount == 1)
 
 
 def _forward(theirs: Any, ours: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
