@@ -75,11 +75,33 @@ def _cmd_check(args: argparse.Namespace) -> int:
     finally:
         if task is not None:  # stopping a bar that never started still writes a newline
             bar.stop()
+    lag = _iceberg_lag(args.table_path, report.version)
     if args.json:
-        sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
+        doc = report.to_json()
+        if lag is not None:
+            doc["iceberg"] = lag
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         _print_report(report)
+        if lag is not None:
+            print(
+                f"Iceberg: converted up to Delta version {lag['converted_version']} of "
+                f"{lag['delta_version']} (lag {lag['lag']})"
+            )
     return EXIT_OK if report.compliant else EXIT_VIOLATIONS
+
+
+def _iceberg_lag(table_path: str, delta_version: int) -> dict[str, int] | None:
+    """Delta version checked vs the last one the table's Iceberg metadata holds; None without metadata."""
+    from icecompat_writer.iceberg.sync import converted_version
+
+    try:
+        done = converted_version(table_path)
+    except (IcecompatError, OSError, ValueError):  # the check's verdict stands without the lag
+        return None
+    if done is None:
+        return None
+    return {"delta_version": delta_version, "converted_version": done, "lag": delta_version - done}
 
 
 def _check_failed(args: argparse.Namespace, kind: str, message: str) -> int:

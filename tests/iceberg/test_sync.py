@@ -268,7 +268,7 @@ CHILD = textwrap.dedent(
 
 @pytest.mark.spark
 def test_a_kill_between_the_delta_and_iceberg_commits_is_caught_up(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """SIGKILL after Delta commits version 1 and before its Iceberg commit; the next write's sync converts
     versions 1 and 2: no snapshot lost or doubled, each reads what delta-spark reads."""
@@ -293,10 +293,15 @@ def test_a_kill_between_the_delta_and_iceberg_commits_is_caught_up(
         proc.wait(timeout=60)
     assert (root / "_delta_log" / f"{1:020d}.json").exists()
     assert converted_version(root) == 0  # Iceberg is one version behind
+    assert icecompat_main(["check", str(root), "--json"]) == 0
+    lag = json.loads(capsys.readouterr().out)["iceberg"]
+    assert lag == {"delta_version": 1, "converted_version": 0, "lag": 1}
 
     result = compat_write(_frame(spark, range(10, 12)), str(root), mode="append")
     assert result.version == 2 and result.iceberg is not None
     assert (result.iceberg.converted_version, result.iceberg.lag) == (2, 0)
+    assert icecompat_main(["check", str(root)]) == 0
+    assert "Iceberg: converted up to Delta version 2 of 2 (lag 0)" in capsys.readouterr().out
     meta = json.loads(Path(str(result.iceberg.metadata_location)).read_text())
     snaps = sorted(meta["snapshots"], key=lambda s: s["sequence-number"])
     assert [s["sequence-number"] for s in snaps] == [0, 1, 2]
