@@ -69,7 +69,8 @@ class IcebergSync:
 
     @property
     def lag(self) -> int:
-        return self.delta_version - self.converted_version
+        """Delta versions up to ``delta_version`` not in Iceberg (0 also when a later commit got there)."""
+        return max(0, self.delta_version - self.converted_version)
 
 
 def sync_requested(configuration: Mapping[str, str]) -> bool:

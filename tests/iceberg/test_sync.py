@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from icecompat_writer.cli.main import main as icecompat_main
 from icecompat_writer.iceberg import PROP_DELTA_VERSION
 from icecompat_writer.iceberg.catalogs import CatalogError, sync_catalog
-from icecompat_writer.iceberg.sync import IcebergSyncWarning, converted_version
+from icecompat_writer.iceberg.sync import IcebergSyncWarning, converted_version, sync_after_commit
 from icecompat_writer.writing.api import WriteResult, compat_write
 
 from ._support import duckdb_connect, normalise, spark_rows
@@ -342,3 +342,28 @@ def test_a_table_without_the_property_is_not_synced(spark: SparkSession, tmp_pat
     root = tmp_path / "plain"
     result = compat_write(_frame(spark, range(0, 2)), str(root))
     assert result.iceberg is None and not (root / "metadata").exists()
+
+
+@pytest.mark.spark
+def test_racing_syncs_convert_every_version_once(spark: SparkSession, tmp_path: Path) -> None:
+    """Four syncs at once on a table with three unconverted versions: each returns current, and the
+    Iceberg history holds every Delta version once, in order."""
+    root = tmp_path / "racing"
+    compat_write(_frame(spark, range(0, 2)), str(root))
+    compat_write(_frame(spark, range(2, 4)), str(root), mode="append")
+    compat_write(_frame(spark, range(4, 6)), str(root), mode="overwrite")
+    assert converted_version(root) is None
+    results: list[Any] = []
+
+    def run() -> None:
+        results.append(sync_after_commit(str(root), 2, SYNC))
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [(r.error, r.converted_version, r.lag) for r in results] == [(None, 2, 0)] * 4
+    assert sorted(p.name for p in (root / "metadata").glob("v*.metadata.json")) == ["v1.metadata.json"]
+    meta = json.loads((root / "metadata" / "v1.metadata.json").read_text())
+    assert sorted(s["sequence-number"] for s in meta["snapshots"]) == [0, 1, 2]
