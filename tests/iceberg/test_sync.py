@@ -18,6 +18,7 @@ import textwrap
 import threading
 import time
 import urllib.request
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any
 
 import pytest
 from pyiceberg.catalog import Catalog, load_catalog
+from pyiceberg.table import StaticTable
 from pyspark.sql import DataFrame, SparkSession
 
 from icecompat_writer.cli.main import main as icecompat_main
@@ -305,8 +307,6 @@ def test_a_kill_between_the_delta_and_iceberg_commits_is_caught_up(
     meta = json.loads(Path(str(result.iceberg.metadata_location)).read_text())
     snaps = sorted(meta["snapshots"], key=lambda s: s["sequence-number"])
     assert [s["sequence-number"] for s in snaps] == [0, 1, 2]
-    from pyiceberg.table import StaticTable
-
     table = StaticTable.from_metadata(str(result.iceberg.metadata_location))
     for snap in snaps:
         got = normalise(table.scan(snapshot_id=snap["snapshot-id"]).to_arrow())
@@ -367,3 +367,22 @@ def test_racing_syncs_convert_every_version_once(spark: SparkSession, tmp_path: 
     assert sorted(p.name for p in (root / "metadata").glob("v*.metadata.json")) == ["v1.metadata.json"]
     meta = json.loads((root / "metadata" / "v1.metadata.json").read_text())
     assert sorted(s["sequence-number"] for s in meta["snapshots"]) == [0, 1, 2]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("profile", ["writer-v1", "writer-v3"])
+def test_every_profile_accepts_the_property_and_syncs(
+    spark: SparkSession, tmp_path: Path, profile: str
+) -> None:
+    """The UniForm property is neither refused by compat_write's planner nor by delta-spark, in the
+    writer profiles too (``v3`` is covered above), and the first commit is synced."""
+    root = tmp_path / profile
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IcebergSyncWarning)
+        result = compat_write(_frame(spark, range(0, 3)), str(root), profile=profile, properties=SYNC)
+    assert result.iceberg is not None and result.iceberg.error is None
+    assert (result.iceberg.converted_version, result.iceberg.lag) == (0, 0)
+    table = StaticTable.from_metadata(str(result.iceberg.metadata_location))
+    assert normalise(table.scan().to_arrow()) == _delta_rows(spark, root, 0)
+    conf = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES delta.`{root}`").collect()}
+    assert conf["delta.universalFormat.enabledFormats"] == "iceberg"
