@@ -273,6 +273,8 @@ def compat_write(
     location, registered = _resolve_location(spark, tgt)
     created = transaction.missing_ancestor(location)
 
+    committed_configuration: dict[str, str] = {}
+
     def attempt_write(t: transaction.Attempt) -> WriteResult:
         pending = t.pending
         previous = _previous_state(pending.snapshot_json())
@@ -345,6 +347,7 @@ def compat_write(
             )
         operation = {"userMetadata": req.options["userMetadata"]} if "userMetadata" in req.options else {}
         version = t.commit(lambda: pending.commit(operation))
+        committed_configuration.update(planned.metadata.configuration)
         if tgt.table is not None and not registered:
             _register_table(spark, tgt, location, version)
         return WriteResult(
@@ -362,22 +365,19 @@ def compat_write(
 
     result: WriteResult = transaction.run(spark, location, attempt_write, created=created)
     if result.version is not None:
-        result = _sync_iceberg(spark, result)
+        result = _sync_iceberg(spark, result, committed_configuration)
     return result
 
 
-def _sync_iceberg(spark: Any, result: WriteResult) -> WriteResult:
+def _sync_iceberg(spark: Any, result: WriteResult, configuration: Mapping[str, str]) -> WriteResult:
     """The last step after a commit: Iceberg metadata (and catalog) for tables that ask for it.
 
-    The committed table's properties are read from its log at the committed version, so a property
-    set by this very write counts. A failure warns (``IcebergSyncWarning``) and never fails the write.
+    ``configuration`` is the table's properties as this write committed them, so a property set by
+    this very write counts. A failure warns (``IcebergSyncWarning``) and never fails the write.
     """
-    from icecompat_writer.deltalog.paths import table_root_path
-    from icecompat_writer.iceberg import _delta
     from icecompat_writer.iceberg.sync import CATALOG_CONF, sync_after_commit, sync_requested
 
     assert result.version is not None
-    configuration = _delta.state_at(table_root_path(result.location), result.version).metadata.configuration
     if not sync_requested(configuration):
         return result
     conf_catalog = spark.conf.get(CATALOG_CONF, None)
