@@ -19,6 +19,11 @@ Every answer names the ``profile`` that applied (null: none, the write is not a 
 ``check_commit``
     A commit is about to be written. Answers ``ok: true``, or ``ok: false`` with the violations and
     ``delete``: the data files this commit would have added that no earlier version references.
+    Local tables are read here; for a table on any other scheme (s3a, abfss, gs, hdfs) the JVM reads
+    through the session's own Hadoop file system and sends ``state`` (the previous version's protocol
+    and metadata, Delta's snapshot) and ``footers`` (per new file's ``add.path``: its Parquet footer
+    bytes, base64, or an ``error``); ``delete`` then lists add paths, and the JVM deletes those no
+    earlier version references.
 
 A request that fails unexpectedly is answered with ``{"error": ...}`` (the JVM then refuses the
 write: a guard that cannot decide never lets a write through).
@@ -127,7 +132,74 @@ def _local_root(table: str) -> str:
     return str(table_root_path(table))
 
 
+def _supplied_facts(add: Any, supplied: Mapping[str, Any]) -> Any:
+    """A new file's facts from the footer bytes the JVM read (tables not on the local disk).
+
+    The footer decoder reads files, so the few footer bytes are framed as a minimal Parquet file
+    (magic, footer, length, magic) in a private temporary file; errors name the file's add path.
+    """
+    import base64
+    import dataclasses
+    import struct
+    import tempfile
+    from pathlib import Path
+
+    from icecompat_writer.checking.footers import FooterReadError, file_facts, read_footer
+
+    facts = file_facts("/", add, read_footer=False)
+    entry = supplied.get(add.path) or {"error": "the driver sent no footer for this file"}
+    if "footer" not in entry:
+        return dataclasses.replace(facts, footer_error=str(entry.get("error")))
+    footer = base64.b64decode(entry["footer"])
+    with tempfile.TemporaryDirectory(prefix="icecompat-footer-") as tmp:
+        framed = Path(tmp) / "footer.parquet"
+        framed.write_bytes(b"PAR1" + footer + struct.pack("<I", len(footer)) + b"PAR1")
+        try:
+            return dataclasses.replace(facts, footer=read_footer(framed))
+        except FooterReadError as e:
+            return dataclasses.replace(facts, footer_error=f"{add.path}: {e.reason}")
+
+
+def _check_supplied_commit(req: Mapping[str, Any]) -> dict[str, Any]:
+    """check_commit for a table the JVM read (``state`` and ``footers`` in the request)."""
+    from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
+    from icecompat_writer.deltalog.files import AddFile
+    from icecompat_writer.rules.evaluate import validate
+
+    table = str(req["table"])
+    version = int(req["version"])
+    actions = [json.loads(line) for line in req["actions"] if line.strip()]
+    state = req.get("state")
+    previous = None
+    if state:
+        before = (Protocol.from_json(state["protocol"]), Metadata.from_json(state["metadata"]))
+        previous = TableState(*before, int(state["version"]))
+    protocol = previous.protocol if previous else None
+    metadata = previous.metadata if previous else None
+    adds: list[AddFile] = []
+    for action in actions:
+        if "protocol" in action:
+            protocol = Protocol.from_json(action["protocol"])
+        elif "metaData" in action:
+            metadata = Metadata.from_json(action["metaData"])
+        elif "add" in action:
+            adds.append(AddFile.from_json(action["add"]))
+    if protocol is None or metadata is None:
+        return {"ok": True, "profile": None}
+    profile = _profile_for(str(req.get("profile") or ""), metadata.configuration)
+    if profile is None:
+        return {"ok": True, "profile": None}
+    supplied = req.get("footers") or {}
+    facts = [_supplied_facts(add, supplied) for add in adds]
+    violations = validate(profile, metadata, protocol, previous, files=facts)
+    if not violations:
+        return {"ok": True, "profile": profile}
+    return _refusal(profile, violations, f"in commit {version} of {table}", [add.path for add in adds])
+
+
 def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:
+    if "footers" in req:
+        return _check_supplied_commit(req)
     from icecompat_writer.checking.footers import file_facts
     from icecompat_writer.deltalog import read_snapshot
     from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState

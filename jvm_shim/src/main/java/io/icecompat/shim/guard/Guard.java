@@ -11,7 +11,6 @@ import java.util.Locale;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
-import org.apache.spark.SparkConf;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.delta.DeltaLog;
 import org.apache.spark.sql.delta.actions.Action;
@@ -126,12 +125,7 @@ public final class Guard {
       out.add("the driver agent's metadata hook is not active (status: " + agent + "): start the driver"
           + " with -javaagent:<icecompat_writer/jars>/icecompat-agent.jar in spark.driver.extraJavaOptions");
     }
-    SparkConf conf = spark.sparkContext().getConf();
-    String store = conf.get("spark.delta.logStore.file.impl", conf.get("spark.delta.logStore.class", ""));
-    if (!LOG_STORE_CLASS.equals(store)) {
-      out.add("the guarded log store is not configured: set spark.delta.logStore.file.impl="
-          + LOG_STORE_CLASS + " (found: " + (store.isEmpty() ? "(unset)" : store) + ")");
-    }
+    out.addAll(LogStoreWiring.unguarded(spark.sparkContext().getConf()));
     return out;
   }
 
@@ -145,6 +139,7 @@ public final class Guard {
     out.put("extension_loaded", extensionLoaded);
     out.put("agent_metadata_hook", System.getProperty(AGENT_GUARD_STATUS, "absent"));
     missing.forEach(out.putArray("missing")::add);
+    out.set("log_stores", LogStoreWiring.statusJson(spark.sparkContext().getConf()));
     try {
       ObjectNode ping = JSON.createObjectNode();
       ping.put("op", "ping");
@@ -241,12 +236,20 @@ public final class Guard {
     req.put("profile", conf(spark, PROFILE));
     ArrayNode lines = req.putArray("actions");
     actions.forEach(lines::add);
+    boolean local = CommitFacts.readLocally(root);
+    if (!local) {
+      CommitFacts.supply(req, spark, root, version, actions, hadoopConf);
+    }
     JsonNode res = RuleService.get(python(spark)).call(req);
     if (!res.path("ok").asBoolean(false)) {
       FileSystem fs = root.getFileSystem(hadoopConf);
-      for (JsonNode p : res.path("delete")) {
-        fs.delete(new Path(p.asText()), false);
+      List<Path> own = new ArrayList<>();
+      if (local) {
+        res.path("delete").forEach(p -> own.add(new Path(p.asText())));
+      } else {
+        own.addAll(CommitFacts.ownFiles(spark, root, version, res.path("delete")));
       }
+      CommitFacts.deleteOwn(fs, root, own);
       refuseIfViolated(res);
     }
     requireCompleteFor(spark, res);
