@@ -202,6 +202,9 @@ def guard_log_store_settings(options: Mapping[str, str]) -> tuple[dict[str, str]
             )
         if options.get(key) != GUARD_LOG_STORE:
             settings[key] = GUARD_LOG_STORE
+        short = key.removeprefix("spark.")
+        if options.get(short) not in (None, GUARD_LOG_STORE):
+            settings[short] = GUARD_LOG_STORE  # Delta refuses the two spellings with different values
     return settings, notes
 
 
