@@ -16,7 +16,7 @@ from typing import Any
 
 import fastavro
 
-from .schema import decimal_params
+from icecompat_writer.schema import iceberg_decimal_params
 
 __all__ = [
     "CODEC",
@@ -101,7 +101,7 @@ def primitive_avro_type(iceberg_type: str, unique: str) -> Any:
             "logicalType": "timestamp-micros",
             "adjust-to-utc": iceberg_type == "timestamptz",
         }
-    params = decimal_params(iceberg_type)
+    params = iceberg_decimal_params(iceberg_type)
     if params is not None:
         precision, scale = params
         size = 1

@@ -14,12 +14,19 @@ passed it, so a missing or clashing id here is not a second rule but a broken in
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from icecompat_writer.errors import IcecompatError, Violation
+from icecompat_writer.schema import (
+    CM_ID,
+    CM_NESTED_IDS,
+    CM_PHYSICAL_NAME,
+    MAX_FIELD_ID,
+    child_path,
+    iceberg_decimal_params,
+)
 
 __all__ = [
     "PROFILE",
@@ -27,15 +34,10 @@ __all__ = [
     "Primitive",
     "SchemaIdError",
     "convert_schema",
-    "decimal_params",
     "violation",
 ]
 
 PROFILE = "iceberg-emitter"
-
-ID_KEY = "delta.columnMapping.id"
-PHYSICAL_KEY = "delta.columnMapping.physicalName"
-NESTED_IDS_KEY = "delta.columnMapping.nested.ids"
 
 # Delta primitive type name -> Iceberg primitive type. byte/short widen to int because Iceberg has no
 # narrower integer; Delta's `timestamp` is an instant (UTC-adjusted in Parquet), so it is `timestamptz`.
@@ -53,11 +55,6 @@ _PRIMITIVES: Mapping[str, str] = {
     "timestamp": "timestamptz",
     "timestamp_ntz": "timestamp",
 }
-
-_DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)$")
-
-# Iceberg reserves ids above this for metadata columns (spec "Reserved Field IDs").
-MAX_USER_FIELD_ID = 2147483447
 
 
 class SchemaIdError(IcecompatError):
@@ -88,12 +85,6 @@ def violation(
         observed=None if observed is None else str(observed),
         expected=None if expected is None else str(expected),
     )
-
-
-def decimal_params(iceberg_type: str) -> tuple[int, int] | None:
-    """``(precision, scale)`` of an Iceberg ``decimal(P,S)`` type string, else None."""
-    m = _DECIMAL.match(iceberg_type)
-    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 @dataclass(frozen=True)
@@ -155,8 +146,8 @@ class _Converter:
         if isinstance(fid, bool) or not isinstance(fid, int):
             self.id_problems.append(f"`{path}`: id {fid!r} is not an integer")
             return None
-        if fid <= 0 or fid > MAX_USER_FIELD_ID:
-            self.id_problems.append(f"`{path}`: id {fid} is outside 1..{MAX_USER_FIELD_ID}")
+        if fid <= 0 or fid > MAX_FIELD_ID:
+            self.id_problems.append(f"`{path}`: id {fid} is outside 1..{MAX_FIELD_ID}")
             return None
         other = self.seen_ids.get(fid)
         if other is not None:
@@ -174,20 +165,20 @@ class _Converter:
         mapping: list[dict[str, Any]] = []
         for f in delta_fields:
             name = str(f.get("name"))
-            fpath = f"{path}.{name}" if path else name
+            fpath = child_path(path, name)  # quoted as every other layer spells a column
             meta = f.get("metadata") or {}
-            physical = meta.get(PHYSICAL_KEY)
-            raw_id = meta.get(ID_KEY)
+            physical = meta.get(CM_PHYSICAL_NAME)
+            raw_id = meta.get(CM_ID)
             if raw_id is None or not physical:
                 missing = " and ".join(
-                    k for k, v in ((ID_KEY, raw_id), (PHYSICAL_KEY, physical)) if v is None or v == ""
+                    k for k, v in ((CM_ID, raw_id), (CM_PHYSICAL_NAME, physical)) if v is None or v == ""
                 )
                 self.id_problems.append(f"`{fpath}`: no {missing}")
                 fid = None
             else:
                 fid = self._claim(raw_id, fpath)
             child_stats = None if stats_path is None or not physical else (*stats_path, str(physical))
-            nested_ids = meta.get(NESTED_IDS_KEY) or {}
+            nested_ids = meta.get(CM_NESTED_IDS) or {}
             itype, sub_mapping = self.convert_type(
                 f.get("type"), fpath, child_stats, nested_ids, str(physical or name)
             )
@@ -210,7 +201,7 @@ class _Converter:
     def _nested_id(self, nested_ids: Mapping[str, Any], key: str, path: str) -> int | None:
         raw = nested_ids.get(key)
         if raw is None:
-            self.id_problems.append(f"`{path}`: no `{key}` in `{NESTED_IDS_KEY}` of the enclosing field")
+            self.id_problems.append(f"`{path}`: no `{key}` in `{CM_NESTED_IDS}` of the enclosing field")
             return None
         return self._claim(raw, path)
 
@@ -227,9 +218,9 @@ class _Converter:
             prim = _PRIMITIVES.get(dtype)
             if prim is not None:
                 return prim, []
-            m = _DECIMAL.match(dtype)
-            if m:
-                precision, scale = int(m.group(1)), int(m.group(2))
+            params = iceberg_decimal_params(dtype)
+            if params is not None:
+                precision, scale = params
                 if precision > 38:
                     self._unsupported(path, dtype)
                     return None, []

@@ -72,7 +72,7 @@ class PlanState:
         # id() of new field dict -> the previous field it is (set by the physical-names-stable fixer)
         self.matches: dict[int, Any] = {}
         self._ids: idplan.IdCounter | None = None
-        # One walk up front: the fields never change shape while planning, only their metadata does.
+        # One parse up front: the fields never change shape while planning, only their metadata does.
         self.scan = idplan.scan(self.schema)
         self.writer = feat.writer_features(protocol)
         self.reader = feat.reader_features(protocol)
@@ -179,7 +179,9 @@ def _fix_stable(state: PlanState, rule: Rule) -> None:
     if state.previous is None:
         return
     mapped = column_mapping_mode(state.previous.metadata.configuration) in ("name", "id")
-    changed, matches = idplan.copy_previous_mapping(state.schema, state.previous_raw_schema(), mapped)
+    prev = state.previous_schema
+    old = prev.model if prev is not None and prev.model is not None else state.previous_raw_schema()
+    changed, matches = idplan.copy_previous_mapping(state.scan.model, old, mapped)
     state.matches = matches
     state.log(rule, changed)
 

@@ -34,7 +34,7 @@ from icecompat_writer.errors import CompatViolation, IcecompatError, UpgradeRefu
 from icecompat_writer.planning import Change, Plan, get_profile, plan, validate
 from icecompat_writer.rules.context import CM_MODE_KEY, column_mapping_mode
 from icecompat_writer.rules.model import Scope
-from icecompat_writer.rules.schema import CM_ID, CM_NESTED_IDS, CM_PHYSICAL_NAME
+from icecompat_writer.schema import CM_ID, CM_NESTED_IDS, CM_PHYSICAL_NAME, CM_PREFIX, id_in_range
 
 __all__ = [
     "NEW_STATE_RULES",
@@ -60,7 +60,6 @@ NEW_STATE_RULES = frozenset(
 )
 
 _TYPE_CHANGES_KEY = "delta.typeChanges"
-_ID_RANGE = (1, 2147483447)  # CM-IDS-UNIQUE: Iceberg reserves the ids above
 _DOCS = "docs/upgrade.md"
 
 
@@ -276,8 +275,7 @@ def _ids_valid(schema: dict[str, Any]) -> bool:
         nested = md.get(CM_NESTED_IDS)
         if isinstance(nested, Mapping):
             ids.extend(v for v in nested.values() if _is_id(v))
-    low, high = _ID_RANGE
-    return len(set(ids)) == len(ids) and all(low <= i <= high for i in ids)
+    return len(set(ids)) == len(ids) and all(id_in_range(i) for i in ids)
 
 
 def _restate(schema: dict[str, Any], keep_ids: bool) -> None:
@@ -286,7 +284,7 @@ def _restate(schema: dict[str, Any], keep_ids: bool) -> None:
         old_name = md.pop(CM_PHYSICAL_NAME, None)
         nested = md.pop(CM_NESTED_IDS, None)
         if not keep_ids:
-            md = {k: v for k, v in md.items() if not k.startswith("delta.columnMapping.")}
+            md = {k: v for k, v in md.items() if not k.startswith(CM_PREFIX)}
         else:
             cid = md.get(CM_ID)
             if isinstance(nested, Mapping) and isinstance(old_name, str) and old_name:

@@ -18,7 +18,7 @@ from typing import Any
 
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import CompatViolation, Violation
-from icecompat_writer.rules.schema import fold_name, join_path, quote_name
+from icecompat_writer.schema import CM_PREFIX, fold_name, join_path, quote_name
 
 __all__ = ["WriteIntent", "compose_metadata", "merge_schemas", "runtime_violations", "write_violation"]
 
@@ -208,7 +208,7 @@ def _strip_mapping(t: Any) -> Any:
                 "metadata": {
                     k: v
                     for k, v in (f.get("metadata") or {}).items()
-                    if not k.startswith("delta.columnMapping.")
+                    if not k.startswith(CM_PREFIX)
                 },
                 "type": _strip_mapping(f["type"]),
             }
@@ -239,7 +239,7 @@ def _carry_field_metadata(new_t: Any, old_t: Any) -> Any:
                 meta = {
                     k: v
                     for k, v in (old_f.get("metadata") or {}).items()
-                    if k.startswith("delta.columnMapping.")
+                    if k.startswith(CM_PREFIX)
                 }
                 f["metadata"] = {**(f.get("metadata") or {}), **meta}
                 f["type"] = _carry_field_metadata(f["type"], old_f["type"])
