@@ -567,11 +567,11 @@ def _partition_columns_materialized(ctx: EvalContext, rule: Rule) -> Iterator[Fi
 def _timestamps_int64(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """Every ``timestamp``/``timestamp_ntz`` value present in a data file is stored as INT64 (not
     INT96)."""
-    raw = [f.raw for f in ctx.schema.top]
+    model = ctx.schema.model if ctx.schema.model is not None else [f.raw for f in ctx.schema.top]
     for f in ctx.files:
         if f.footer is None:
             continue
-        for node in walk_footer(raw, f.footer):
+        for node in walk_footer(model, f.footer):
             if (
                 type_category(node.type) in ("timestamp", "timestamp_ntz")
                 and node.node.physical_type != "INT64"
@@ -585,11 +585,11 @@ def _timestamps_int64(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
 def _parquet_field_ids(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """Every schema node present in a data file (columns, nested fields, array elements, map keys and
     values) carries the Parquet field id the column mapping metadata assigns it."""
-    raw = [f.raw for f in ctx.schema.top]
+    model = ctx.schema.model if ctx.schema.model is not None else [f.raw for f in ctx.schema.top]
     for f in ctx.files:
         if f.footer is None:
             continue
-        for node in walk_footer(raw, f.footer):
+        for node in walk_footer(model, f.footer):
             if node.expected_id is not None and node.node.field_id != node.expected_id:
                 yield _f(
                     node.path,

@@ -53,7 +53,9 @@ __all__ = [
     "CM_PHYSICAL_NAME",
     "FieldNode",
     "MalformedSchemaError",
+    "SameColumn",
     "SchemaIndex",
+    "SchemaNode",
     "SlotNode",
     "TypeNode",
     "cached_index",
@@ -414,16 +416,16 @@ def field_lookup(struct: Mapping[str, Any] | None) -> Callable[[str], Mapping[st
 
 
 Matched = list[tuple[Mapping[str, Any], Mapping[str, Any], str]]
-_Partner = Field | Slot | DataType
+SchemaNode = Field | Slot | DataType  # a node of the typed schema, as a partner of another schema's node
 
 
-class _SameColumn(PartnerAccessor[_Partner]):
+class SameColumn(PartnerAccessor[SchemaNode]):
     """Partners by Delta's name resolution (see :func:`field_lookup`), through arrays and maps."""
 
     def __init__(self) -> None:
         self._lookups: dict[int, tuple[Callable[[str], Mapping[str, Any] | None], dict[int, Field]]] = {}
 
-    def field_partner(self, partner: _Partner, field: Field) -> _Partner | None:
+    def field_partner(self, partner: SchemaNode, field: Field) -> SchemaNode | None:
         if not isinstance(partner, StructType):
             return None
         hit = self._lookups.get(id(partner))
@@ -436,45 +438,45 @@ class _SameColumn(PartnerAccessor[_Partner]):
         raw = find(field.name)
         return None if raw is None else nodes.get(id(raw))
 
-    def slot_partner(self, partner: _Partner, slot: Slot) -> _Partner | None:
+    def slot_partner(self, partner: SchemaNode, slot: Slot) -> SchemaNode | None:
         if isinstance(partner, ArrayType):
             return partner.element
         if isinstance(partner, MapType):
             return partner.key if slot.step == KEY else partner.value
         return None
 
-    def type_partner(self, partner: _Partner) -> _Partner | None:
+    def type_partner(self, partner: SchemaNode) -> SchemaNode | None:
         return partner.type if isinstance(partner, Field | Slot) else partner
 
 
-class _Matcher(PartnerVisitor[_Partner, Matched]):
+class _Matcher(PartnerVisitor[SchemaNode, Matched]):
     """(new field, previous field, path) in pre-order, descending only where both sides have the same
     kind of type."""
 
-    def descend(self, node: DataType, partner: _Partner | None) -> bool:
+    def descend(self, node: DataType, partner: SchemaNode | None) -> bool:
         return isinstance(partner, DataType) and partner.category == node.category
 
-    def struct(self, struct: StructType, partner: _Partner | None, field_results: list[Matched]) -> Matched:
+    def struct(self, struct: StructType, partner: SchemaNode | None, field_results: list[Matched]) -> Matched:
         return [m for r in field_results for m in r]
 
-    def field(self, field: Field, partner: _Partner | None, type_result: Matched) -> Matched:
+    def field(self, field: Field, partner: SchemaNode | None, type_result: Matched) -> Matched:
         if not isinstance(partner, Field):
             return []
         return [(field.raw, partner.raw, field.path), *type_result]
 
-    def array(self, array: ArrayType, partner: _Partner | None, element_result: Matched | None) -> Matched:
+    def array(self, array: ArrayType, partner: SchemaNode | None, element_result: Matched | None) -> Matched:
         return element_result or []
 
     def map(
         self,
         map_type: MapType,
-        partner: _Partner | None,
+        partner: SchemaNode | None,
         key_result: Matched | None,
         value_result: Matched | None,
     ) -> Matched:
         return (key_result or []) + (value_result or [])
 
-    def primitive(self, primitive: PrimitiveType, partner: _Partner | None) -> Matched:
+    def primitive(self, primitive: PrimitiveType, partner: SchemaNode | None) -> Matched:
         return []
 
 
@@ -489,7 +491,7 @@ def matched_fields(
     """
     new_model = new if isinstance(new, Schema) else parse_schema(new)
     old_model = previous if isinstance(previous, Schema) else parse_schema(previous)
-    yield from visit_with_partner(new_model, old_model.struct, _Matcher(), _SameColumn())
+    yield from visit_with_partner(new_model, old_model.struct, _Matcher(), SameColumn())
 
 
 def physical_path(node: FieldNode) -> tuple[str, ...]:

@@ -34,7 +34,15 @@ from icecompat_writer.errors import CompatViolation, IcecompatError, UpgradeRefu
 from icecompat_writer.planning import Change, Plan, get_profile, plan, validate
 from icecompat_writer.rules.context import CM_MODE_KEY, column_mapping_mode
 from icecompat_writer.rules.model import Scope
-from icecompat_writer.schema import CM_ID, CM_NESTED_IDS, CM_PHYSICAL_NAME, CM_PREFIX, id_in_range
+from icecompat_writer.schema import (
+    CM_ID,
+    CM_NESTED_IDS,
+    CM_PHYSICAL_NAME,
+    CM_PREFIX,
+    id_in_range,
+    is_id,
+    parse_schema,
+)
 
 __all__ = [
     "NEW_STATE_RULES",
@@ -241,26 +249,9 @@ def new_state_metadata(metadata: Metadata) -> Metadata:
     return metadata.with_configuration(config).with_schema(schema)
 
 
-def _is_id(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _fields(t: Any) -> list[dict[str, Any]]:
-    """Every struct field in ``t`` (a type), nested ones included."""
-    out: list[dict[str, Any]] = []
-    if not isinstance(t, dict):
-        return out
-    kind = t.get("type")
-    if kind == "struct":
-        for f in t.get("fields") or ():
-            out.append(f)
-            out.extend(_fields(f.get("type")))
-    elif kind == "array":
-        out.extend(_fields(t.get("elementType")))
-    elif kind == "map":
-        out.extend(_fields(t.get("keyType")))
-        out.extend(_fields(t.get("valueType")))
-    return out
+def _fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every struct field of ``schema``, nested ones included, in pre-order (the live JSON objects)."""
+    return [f.raw for f in parse_schema(schema).fields]
 
 
 def _ids_valid(schema: dict[str, Any]) -> bool:
@@ -269,12 +260,12 @@ def _ids_valid(schema: dict[str, Any]) -> bool:
     for f in _fields(schema):
         md = f.get("metadata") or {}
         cid = md.get(CM_ID)
-        if not _is_id(cid):
+        if not is_id(cid):
             return False
         ids.append(cid)
         nested = md.get(CM_NESTED_IDS)
         if isinstance(nested, Mapping):
-            ids.extend(v for v in nested.values() if _is_id(v))
+            ids.extend(v for v in nested.values() if is_id(v))
     return len(set(ids)) == len(ids) and all(id_in_range(i) for i in ids)
 
 

@@ -14,13 +14,34 @@ import copy
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import CompatViolation, Violation
-from icecompat_writer.schema import CM_PREFIX, fold_name, join_path, quote_name
+from icecompat_writer.rules.schema import SameColumn, SchemaNode
+from icecompat_writer.schema import (
+    CM_PREFIX,
+    ArrayType,
+    DataType,
+    Field,
+    MapType,
+    PartnerVisitor,
+    PrimitiveType,
+    Schema,
+    SchemaVisitor,
+    Slot,
+    StructType,
+    fold_name,
+    join_path,
+    parse_schema,
+    quote_name,
+    visit,
+    visit_with_partner,
+)
 
 __all__ = ["WriteIntent", "compose_metadata", "merge_schemas", "runtime_violations", "write_violation"]
+
+T = TypeVar("T")
 
 WRITE_PROFILE = "delta"  # the "profile" named on violations of Delta's own write rules
 
@@ -173,98 +194,72 @@ def merge_schemas(
     return merged, problems
 
 
-def _as_nullable(t: Any) -> Any:
-    """``t`` with every field, element and value nullable, as Delta's DataFrame writer stores it.
+class _Paths(SchemaVisitor[T]):
+    """A visitor that knows the path of the field or slot whose type it is in (``""`` at the top)."""
 
-    Delta makes a DataFrame's schema nullable when it creates a table from it (and cannot store NOT
-    NULL below arrays and maps at all); constraints belong to DDL, not to data.
-    """
-    if not isinstance(t, dict):
-        return t
-    out = dict(t)
-    kind = t.get("type")
-    if kind == "struct":
-        out["fields"] = [{**f, "nullable": True, "type": _as_nullable(f["type"])} for f in t["fields"]]
-    elif kind == "array":
-        out["containsNull"] = True
-        out["elementType"] = _as_nullable(t["elementType"])
-    elif kind == "map":
-        out["valueContainsNull"] = True
-        out["keyType"] = _as_nullable(t["keyType"])
-        out["valueType"] = _as_nullable(t["valueType"])
-    return out
+    def __init__(self) -> None:
+        self._at: list[str] = [""]
 
+    @property
+    def here(self) -> str:
+        return self._at[-1]
 
-def _strip_mapping(t: Any) -> Any:
-    """``t`` without any column-mapping metadata: a DataFrame's ids mean nothing for a new table."""
-    if not isinstance(t, dict):
-        return t
-    out = dict(t)
-    kind = t.get("type")
-    if kind == "struct":
-        out["fields"] = [
-            {
-                **f,
-                "metadata": {
-                    k: v
-                    for k, v in (f.get("metadata") or {}).items()
-                    if not k.startswith(CM_PREFIX)
-                },
-                "type": _strip_mapping(f["type"]),
-            }
-            for f in t["fields"]
-        ]
-    elif kind == "array":
-        out["elementType"] = _strip_mapping(t["elementType"])
-    elif kind == "map":
-        out["keyType"] = _strip_mapping(t["keyType"])
-        out["valueType"] = _strip_mapping(t["valueType"])
-    return out
+    def before_field(self, field: Field) -> None:
+        self._at.append(field.path)
+
+    def after_field(self, field: Field) -> None:
+        self._at.pop()
+
+    def before_slot(self, slot: Slot) -> None:
+        self._at.append(slot.path)
+
+    def after_slot(self, slot: Slot) -> None:
+        self._at.pop()
 
 
-def _carry_field_metadata(new_t: Any, old_t: Any) -> Any:
-    """Copy column-mapping metadata of same-named fields from ``old_t`` onto ``new_t`` (by name, recursively).
+class _Transform(SchemaVisitor[Any]):
+    """A copy of the schema JSON rebuilt bottom-up; subclasses change what a field, array or map keeps."""
 
-    Used when a write replaces the schema: a column that keeps its name keeps its id and physical name,
-    so its existing data stays readable by id, and the planner's id allocation stays monotonic.
-    """
-    if isinstance(new_t, dict) and isinstance(old_t, dict) and new_t.get("type") == old_t.get("type"):
-        kind = new_t["type"]
-        out = copy.deepcopy(new_t)
-        if kind == "struct":
-            for f in out["fields"]:
-                old_f = _find(old_t["fields"], f["name"])
-                if old_f is None:
-                    continue
-                meta = {
-                    k: v
-                    for k, v in (old_f.get("metadata") or {}).items()
-                    if k.startswith(CM_PREFIX)
-                }
-                f["metadata"] = {**(f.get("metadata") or {}), **meta}
-                f["type"] = _carry_field_metadata(f["type"], old_f["type"])
-        elif kind == "array":
-            out["elementType"] = _carry_field_metadata(new_t["elementType"], old_t["elementType"])
-        elif kind == "map":
-            out["keyType"] = _carry_field_metadata(new_t["keyType"], old_t["keyType"])
-            out["valueType"] = _carry_field_metadata(new_t["valueType"], old_t["valueType"])
-        return out
-    return copy.deepcopy(new_t)
+    def struct(self, struct: StructType, field_results: list[Any]) -> Any:
+        return {**struct.raw, "fields": field_results}
+
+    def field(self, field: Field, type_result: Any) -> Any:
+        return {**field.raw, "type": type_result}
+
+    def array(self, array: ArrayType, element_result: Any) -> Any:
+        return {**array.raw, "elementType": element_result}
+
+    def map(self, map_type: MapType, key_result: Any, value_result: Any) -> Any:
+        return {**map_type.raw, "keyType": key_result, "valueType": value_result}
+
+    def primitive(self, primitive: PrimitiveType) -> Any:
+        return primitive.raw
 
 
-def _check_data_schema(t: Any, path: str, problems: list[Violation]) -> None:
-    """Names Delta would take for one column, and structs Parquet cannot store, anywhere in the schema.
+class _Nullable(_Transform):
+    def field(self, field: Field, type_result: Any) -> Any:
+        return {**field.raw, "nullable": True, "type": type_result}
 
-    delta-spark refuses both itself (DELTA_DUPLICATE_COLUMNS_FOUND, DELTA_CANNOT_WRITE_EMPTY_SCHEMA), but
-    without a fix, and an empty struct below an array or map can get as far as Parquet's writer on some
-    paths. Found here, every occurrence is listed with its full path before any file exists.
-    """
-    if not isinstance(t, Mapping):
-        return
-    kind = t.get("type")
-    if kind == "struct":
-        fields = t.get("fields") or []
-        if not fields:
+    def array(self, array: ArrayType, element_result: Any) -> Any:
+        return {**array.raw, "containsNull": True, "elementType": element_result}
+
+    def map(self, map_type: MapType, key_result: Any, value_result: Any) -> Any:
+        return {**map_type.raw, "valueContainsNull": True, "keyType": key_result, "valueType": value_result}
+
+
+class _WithoutMapping(_Transform):
+    def field(self, field: Field, type_result: Any) -> Any:
+        metadata = {k: v for k, v in (field.raw.get("metadata") or {}).items() if not k.startswith(CM_PREFIX)}
+        return {**field.raw, "metadata": metadata, "type": type_result}
+
+
+class _DataSchemaProblems(_Paths[list[Violation]]):
+    """Duplicate names (as Delta matches them) and structs without fields, in schema order."""
+
+    def struct(self, struct: StructType, field_results: list[list[Violation]]) -> list[Violation]:
+        path = self.here
+        problems: list[Violation] = []
+        if not struct.fields:
             problems.append(
                 write_violation(
                     "DELTA-WRITE-EMPTY-STRUCT",
@@ -274,31 +269,134 @@ def _check_data_schema(t: Any, path: str, problems: list[Violation]) -> None:
                 )
             )
         seen: dict[str, str] = {}
-        for f in fields:
-            name = f["name"]
-            here = _join(path, name)
-            folded = fold_name(name)
+        for f, below in zip(struct.fields, field_results, strict=True):
+            folded = fold_name(f.name)
             first = seen.get(folded)
             if first is None:
-                seen[folded] = name
+                seen[folded] = f.name
             else:
                 problems.append(
                     write_violation(
                         "DELTA-WRITE-DUPLICATE-COLUMN",
-                        here,
+                        f.path,
                         f"Delta matches column names ignoring case, so this name is the same column as "
                         f"{_join(path, first)}",
                         "rename or drop one of the two columns before writing",
-                        observed=name,
+                        observed=f.name,
                         expected=first,
                     )
                 )
-            _check_data_schema(f["type"], here, problems)
-    elif kind == "array":
-        _check_data_schema(t.get("elementType"), f"{path}.element", problems)
-    elif kind == "map":
-        _check_data_schema(t.get("keyType"), f"{path}.key", problems)
-        _check_data_schema(t.get("valueType"), f"{path}.value", problems)
+            problems.extend(below)
+        return problems
+
+    def field(self, field: Field, type_result: list[Violation]) -> list[Violation]:
+        return type_result
+
+    def array(self, array: ArrayType, element_result: list[Violation]) -> list[Violation]:
+        return element_result
+
+    def map(
+        self, map_type: MapType, key_result: list[Violation], value_result: list[Violation]
+    ) -> list[Violation]:
+        return key_result + value_result
+
+    def primitive(self, primitive: PrimitiveType) -> list[Violation]:
+        return []
+
+
+class _VariantPaths(SchemaVisitor[list[str]]):
+    """The path of every field, element, key or value whose type is ``variant``, in schema order."""
+
+    def struct(self, struct: StructType, field_results: list[list[str]]) -> list[str]:
+        return [p for r in field_results for p in r]
+
+    def field(self, field: Field, type_result: list[str]) -> list[str]:
+        return [field.path] if field.type.raw == "variant" else type_result
+
+    def slot(self, slot: Slot, type_result: list[str]) -> list[str]:
+        return [slot.path] if slot.type.raw == "variant" else type_result
+
+    def array(self, array: ArrayType, element_result: list[str]) -> list[str]:
+        return element_result
+
+    def map(self, map_type: MapType, key_result: list[str], value_result: list[str]) -> list[str]:
+        return key_result + value_result
+
+    def primitive(self, primitive: PrimitiveType) -> list[str]:
+        return []
+
+
+def _as_nullable(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` with every field, element and value nullable, as Delta's DataFrame writer stores it.
+
+    Delta makes a DataFrame's schema nullable when it creates a table from it (and cannot store NOT
+    NULL below arrays and maps at all); constraints belong to DDL, not to data.
+    """
+    result: dict[str, Any] = visit(parse_schema(schema), _Nullable())
+    return result
+
+
+def _strip_mapping(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` without any column-mapping metadata: a DataFrame's ids mean nothing for a new table."""
+    result: dict[str, Any] = visit(parse_schema(schema), _WithoutMapping())
+    return result
+
+
+class _CarryMapping(PartnerVisitor[SchemaNode, Any]):
+    """A deep copy of the new schema in which every field that existed before (same name, matched as
+    Delta matches names, through arrays and maps of the same kind) has its previous column-mapping
+    metadata."""
+
+    def descend(self, node: DataType, partner: SchemaNode | None) -> bool:
+        return isinstance(partner, DataType) and partner.category == node.category
+
+    def struct(self, struct: StructType, partner: SchemaNode | None, field_results: list[Any]) -> Any:
+        if not self.descend(struct, partner):
+            return copy.deepcopy(struct.raw)
+        return {k: field_results if k == "fields" else copy.deepcopy(v) for k, v in struct.raw.items()}
+
+    def field(self, field: Field, partner: SchemaNode | None, type_result: Any) -> Any:
+        out = {k: type_result if k == "type" else copy.deepcopy(v) for k, v in field.raw.items()}
+        if isinstance(partner, Field):
+            carried = {k: v for k, v in partner.metadata.items() if k.startswith(CM_PREFIX)}
+            out["metadata"] = {**(out.get("metadata") or {}), **carried}
+        return out
+
+    def array(self, array: ArrayType, partner: SchemaNode | None, element_result: Any) -> Any:
+        if element_result is None:
+            return copy.deepcopy(array.raw)
+        return {k: element_result if k == "elementType" else copy.deepcopy(v) for k, v in array.raw.items()}
+
+    def map(self, map_type: MapType, partner: SchemaNode | None, key_result: Any, value_result: Any) -> Any:
+        if key_result is None:
+            return copy.deepcopy(map_type.raw)
+        slots = {"keyType": key_result, "valueType": value_result}
+        return {k: slots[k] if k in slots else copy.deepcopy(v) for k, v in map_type.raw.items()}
+
+    def primitive(self, primitive: PrimitiveType, partner: SchemaNode | None) -> Any:
+        return copy.deepcopy(primitive.raw)
+
+
+def _carry_field_metadata(new_schema: Mapping[str, Any], old_schema: Schema) -> dict[str, Any]:
+    """Copy column-mapping metadata of same-named fields from ``old_schema`` onto ``new_schema``.
+
+    Used when a write replaces the schema: a column that keeps its name keeps its id and physical name,
+    so its existing data stays readable by id, and the planner's id allocation stays monotonic.
+    """
+    result: dict[str, Any] = visit_with_partner(
+        parse_schema(new_schema), old_schema.struct, _CarryMapping(), SameColumn()
+    )
+    return result
+
+
+def _check_data_schema(schema: Mapping[str, Any], problems: list[Violation]) -> None:
+    """Names Delta would take for one column, and structs Parquet cannot store, anywhere in the schema.
+
+    delta-spark refuses both itself (DELTA_DUPLICATE_COLUMNS_FOUND, DELTA_CANNOT_WRITE_EMPTY_SCHEMA), but
+    without a fix, and an empty struct below an array or map can get as far as Parquet's writer on some
+    paths. Found here, every occurrence is listed with its full path before any file exists.
+    """
+    problems.extend(visit(parse_schema(schema), _DataSchemaProblems()))
 
 
 def _check_partitioning(
@@ -402,25 +500,6 @@ def _property_value_problem(key: str, value: str) -> tuple[str, str] | None:
     return None
 
 
-def _variant_paths(t: Any, path: str) -> list[str]:
-    if t == "variant":
-        return [path]
-    if not isinstance(t, Mapping):
-        return []
-    kind = t.get("type")
-    if kind == "struct":
-        return [
-            p for f in t.get("fields") or () for p in _variant_paths(f.get("type"), _join(path, f["name"]))
-        ]
-    if kind == "array":
-        return _variant_paths(t.get("elementType"), f"{path}.element")
-    if kind == "map":
-        return _variant_paths(t.get("keyType"), f"{path}.key") + _variant_paths(
-            t.get("valueType"), f"{path}.value"
-        )
-    return []
-
-
 def runtime_violations(
     metadata: Metadata, protocol: Protocol, asked: Mapping[str, str] | None
 ) -> list[Violation]:
@@ -454,7 +533,7 @@ def runtime_violations(
         or str(config.get("delta.enableIcebergCompatV3", "")).strip().lower() == "true"
     )
     if icv3:
-        for path in _variant_paths(metadata.schema, ""):
+        for path in visit(metadata.schema_model, _VariantPaths()):
             problems.append(
                 write_violation(
                     "DELTA-WRITE-VARIANT-ICEBERG-V3",
@@ -478,7 +557,7 @@ def compose_metadata(intent: WriteIntent, previous: Metadata | None) -> Metadata
     problems: list[Violation] = []
     data_schema = _as_nullable(copy.deepcopy(dict(intent.data_schema)))
     props = dict(intent.properties or {})
-    _check_data_schema(data_schema, "", problems)
+    _check_data_schema(data_schema, problems)
     if problems:  # merging or planning a schema with these would only add confusing follow-ups
         raise CompatViolation(problems, "(the write does not fit Delta's rules)")
 
@@ -497,7 +576,7 @@ def compose_metadata(intent: WriteIntent, previous: Metadata | None) -> Metadata
 
     old_schema = previous.schema
     if intent.replaces_schema:
-        schema = _carry_field_metadata(data_schema, old_schema)
+        schema = _carry_field_metadata(data_schema, previous.schema_model)
         partitions = _check_partitioning(intent, schema, problems) if intent.partition_by is not None else ()
         configuration = {**previous.configuration, **props}
     else:
