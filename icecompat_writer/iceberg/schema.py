@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icecompat_writer.errors import IcecompatError, Violation
+from icecompat_writer.rules.catalog import layer_rule
 from icecompat_writer.schema import (
     CM_ID,
     CM_NESTED_IDS,
@@ -76,6 +77,7 @@ def violation(
     rule: str, path: str, message: str, fix: str, observed: Any = None, expected: Any = None
 ) -> Violation:
     """A Violation of this emitter's profile (keeps every refusal spelled the same way)."""
+    layer_rule(rule)  # every id is a catalog entry
     return Violation(
         profile=PROFILE,
         rule=rule,

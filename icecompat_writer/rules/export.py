@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from icecompat_writer.rules.catalog import CATALOG
+from icecompat_writer.rules.catalog import CATALOG, LAYER_RULES
 from icecompat_writer.rules.kinds import KINDS
 from icecompat_writer.rules.profiles import DEFAULT_PROFILE, PROFILES
 
@@ -60,7 +60,24 @@ def export_catalog() -> dict[str, Any]:
                 "message": r.message,
                 "fix": r.fix,
                 "autofix": r.autofix,
+                "stages": [s.value for s in r.stages],
             }
             for r in CATALOG
+        ],
+        # Rules the write path, the Iceberg emitter and the upgrade enforce themselves (no kind).
+        "layer_rules": [
+            {
+                "id": r.id,
+                "profiles": list(r.profiles),
+                "clause": r.clause,
+                "also": list(r.also),
+                "layer": r.layer,
+                "stages": [s.value for s in r.stages],
+                "params": r.params_json(),
+                "checks": r.checks,
+                "message": r.message,
+                "fix": r.fix,
+            }
+            for r in LAYER_RULES
         ],
     }

@@ -32,6 +32,7 @@ from icecompat_writer.checking.check import CheckFinding, snapshot_facts, violat
 from icecompat_writer.deltalog import AddFile, Metadata, TableState, read_snapshot
 from icecompat_writer.errors import CompatViolation, IcecompatError, UpgradeRefused, Violation
 from icecompat_writer.planning import Change, Plan, get_profile, plan, validate
+from icecompat_writer.rules.catalog import layer_rule
 from icecompat_writer.rules.context import CM_MODE_KEY, column_mapping_mode
 from icecompat_writer.rules.model import Scope
 from icecompat_writer.schema import (
@@ -329,7 +330,7 @@ def _unreadable(profile: str, finding: CheckFinding) -> Violation:
     where = f" ({finding.file}" + (f", line {finding.line}" if finding.line is not None else "") + ")"
     return Violation(
         profile=profile,
-        rule="UPGRADE-UNREADABLE",
+        rule=layer_rule("UPGRADE-UNREADABLE").id,
         path="",
         message=f"the upgrade must see every log line and data file it replaces: {finding.code}: "
         f"{finding.message}{where if finding.file else ''}",
@@ -345,7 +346,7 @@ def _iceberg_readers(
     why = ", ".join(sorted({v.rule for v in reasons}))
     return Violation(
         profile=profile,
-        rule="UPGRADE-ICEBERG-READERS",
+        rule=layer_rule("UPGRADE-ICEBERG-READERS").id,
         path="",
         message=f"the table needs a new state ({why}): every column would get a new physical name, but "
         f"Iceberg metadata has already been published for it ({len(published)} metadata file(s) in "

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import CompatViolation, Violation
+from icecompat_writer.rules.catalog import RULES_BY_ID, layer_rule
 from icecompat_writer.rules.schema import SameColumn, SchemaNode
 from icecompat_writer.schema import (
     CM_PREFIX,
@@ -72,6 +73,7 @@ def write_violation(
     rule: str, path: str, message: str, fix: str, observed: Any = None, expected: Any = None
 ) -> Violation:
     """A violation of Delta's own write rules (profile ``delta``), refused before any file is written."""
+    layer_rule(rule)  # every id is a catalog entry
     return Violation(
         profile=WRITE_PROFILE,
         rule=rule,
@@ -451,10 +453,8 @@ def _partition_type_name(dtype: Any) -> str | None:
 # names included: `fs.file.impl` with `fs.file.impl.disable.cache`, `parquet.crypto.factory.class` and
 # `spark.sql.parquet.output.committer.class` make the write load the class a table property names.
 # Properties in these namespaces are refused: no table property may decide what code a write runs.
-CONFIG_NAMESPACES = (
-    "fs.", "hadoop.", "parquet.", "spark.", "io.", "ipc.", "mapreduce.", "mapred.", "dfs.", "yarn.",
-    "file.", "ha.", "net.", "rpc.", "security.", "s3.", "s3a.", "s3n.", "s3native.", "ftp.", "avro.",
-)  # fmt: skip
+_CONFIG_RULE = RULES_BY_ID["DELTA-WRITE-CONFIG-PROPERTY"]
+CONFIG_NAMESPACES: tuple[str, ...] = tuple(_CONFIG_RULE.param("namespaces"))
 
 
 def _check_properties(configuration: Mapping[str, Any], problems: list[Violation]) -> None:
@@ -476,16 +476,10 @@ def _check_properties(configuration: Mapping[str, Any], problems: list[Violation
 
 # Delta properties delta-spark parses as booleans (Scala's toBoolean: `true`/`false` in any case, no
 # spaces). A value it cannot parse fails the write inside delta-spark with "For input string".
-BOOLEAN_PROPERTIES = frozenset(
-    {
-        "delta.appendonly", "delta.enablechangedatafeed", "delta.enabledeletionvectors",
-        "delta.enablerowtracking", "delta.enabletypewidening", "delta.randomizefileprefixes",
-        "delta.checkpoint.writestatsasjson", "delta.checkpoint.writestatsasstruct",
-        "delta.enableexpiredlogcleanup", "delta.enableincommittimestamps",
-    }
-)  # fmt: skip
-_PROTOCOL_PROPERTIES = {"delta.minreaderversion": ("1", "2", "3"), "delta.minwriterversion": tuple("1234567")}
-_FEATURE_STATUSES = ("supported", "enabled")
+_VALUE_RULE = RULES_BY_ID["DELTA-WRITE-PROPERTY-VALUE"]
+BOOLEAN_PROPERTIES = frozenset(_VALUE_RULE.param("boolean_properties"))
+_PROTOCOL_PROPERTIES = {k: tuple(v) for k, v in _VALUE_RULE.param("protocol_versions").items()}
+_FEATURE_STATUSES = tuple(_VALUE_RULE.param("feature_statuses"))
 
 
 def _property_value_problem(key: str, value: str) -> tuple[str, str] | None:
