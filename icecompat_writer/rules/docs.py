@@ -149,7 +149,8 @@ def render() -> str:
         "## Check kinds",
         "",
         "Rules are declarative: each names one of these generic checks and gives it parameters "
-        "(`export_catalog()` carries both to the JVM side).",
+        "(`export_catalog()` gives both as JSON data). The session guard's JVM side runs none of them "
+        "itself: it asks the Python rule service (`icecompat_writer.jvm.service`), which runs these.",
         "",
         "| kind | scope | params | what it checks |",
         "| --- | --- | --- | --- |",

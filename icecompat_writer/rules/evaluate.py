@@ -79,6 +79,7 @@ def _validate(
                     observed=finding.observed,
                     expected=finding.expected,
                     clause=clause,
+                    values=dict(finding.values),
                 )
             )
     out.sort(key=_order)

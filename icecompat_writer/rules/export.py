@@ -1,9 +1,11 @@
-"""The catalog as JSON, for consumers that must not re-implement the rules by hand (the JVM extension).
+"""The catalog as JSON data: every rule, kind and profile, for readers and tools outside Python.
 
-The export is the single source the Java side reads: every rule with its id, profiles, clauses, scope,
-kind, params, message and fix templates and automatic fix, plus each kind's contract (scope, params,
-template fields) and each profile's configuration. Kinds are what the JVM side implements; rules are
-what it loads.
+Every rule with its id, profiles, clauses, scope, stages, kind, params, message and fix templates and
+automatic fix; each kind's contract (scope, params, template fields); each profile's configuration;
+and the rules the other layers enforce themselves. Nothing re-implements the kinds from it: the
+session guard's JVM side sends table states to the Python rule service
+(:mod:`icecompat_writer.jvm.service`, ``RuleService.java``), which evaluates them with
+:func:`~icecompat_writer.rules.validate`, the code ``compat_write`` and the checker run.
 """
 
 from __future__ import annotations

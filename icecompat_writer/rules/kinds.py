@@ -3,8 +3,8 @@
 Each kind is one function from (context, rule) to findings, registered with the scope it needs, the
 params a rule must give it, and the extra template fields its findings provide. Kinds know nothing
 about any particular spec: the catalog (``catalog.py``) turns them into spec rules by choosing params.
-That is also the contract with the JVM side, which re-implements each kind once and reads the rules
-from :func:`icecompat_writer.rules.export.export_catalog`.
+They are implemented here only: the session guard's JVM side asks the Python rule service
+(:mod:`icecompat_writer.jvm.service`) instead of evaluating rules itself.
 
 A check yields every problem it finds (never stops at the first one), in schema or file order, so
 that one validation reports everything that is wrong.

@@ -2,9 +2,9 @@
 
 A rule is data. The code that decides whether a table passes lives in :mod:`.kinds` (one generic check
 per ``kind``); a rule only names the kind and gives it JSON-serialisable ``params``. That split is what
-lets :func:`icecompat_writer.rules.export.export_catalog` hand the very same catalog to the JVM side,
-and what keeps "adding a rule" down to one catalog entry (plus one check function when no existing
-kind fits).
+lets :func:`icecompat_writer.rules.export.export_catalog` give the whole catalog as JSON data and
+docs/rules.md list every parameter, and what keeps "adding a rule" down to one catalog entry (plus one
+check function when no existing kind fits).
 """
 
 from __future__ import annotations
