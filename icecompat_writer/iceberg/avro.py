@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import fastavro
 
@@ -318,4 +318,4 @@ def read_avro(path: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
     with open(path, "rb") as fh:
         reader = fastavro.reader(fh)
         meta = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in reader.metadata.items()}
-        return [dict(r) for r in reader], meta
+        return [dict(cast(Mapping[str, Any], r)) for r in reader], meta

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from icecompat_writer.rules.kinds import KINDS, check_against_kinds
+from icecompat_writer.rules.kinds import check_against_kinds, kind_of
 from icecompat_writer.rules.model import Rule, Scope, Stage, unique_ids
 from icecompat_writer.schema import MAX_FIELD_ID, MIN_FIELD_ID
 
@@ -607,7 +607,7 @@ def _type_rules() -> list[Rule]:
 def _writer_compat_feature_rules() -> list[Rule]:
     """IcebergWriterCompat's feature allow-lists and the "supported but not active" checks."""
 
-    def legacy(rid: str, kind: str, params: dict, checks: str, message: str, fix: str,
+    def legacy(rid: str, kind: str, params: dict[str, object], checks: str, message: str, fix: str,
                profiles: tuple[str, ...] = WRITERS) -> Rule:  # fmt: skip
         return Rule(
             rid,
@@ -1013,7 +1013,7 @@ def _layer_rules() -> list[Rule]:
 
 def _with_stages(rule: Rule) -> Rule:
     """A rule of a check kind is enforced by the planner and at commit, or on data files."""
-    file = KINDS[rule.kind].scope is Scope.FILE if rule.kind is not None else False
+    file = kind_of(rule).scope is Scope.FILE
     return replace(rule, stages=(Stage.FILE,) if file else (Stage.PLAN, Stage.COMMIT))
 
 

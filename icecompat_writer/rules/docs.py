@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from icecompat_writer.rules.catalog import CATALOG, LAYER_RULES, RULES
-from icecompat_writer.rules.kinds import KINDS
+from icecompat_writer.rules.kinds import KINDS, kind_of
 from icecompat_writer.rules.model import PROFILE_NAMES, Rule
 from icecompat_writer.rules.profiles import PROFILES
 
@@ -64,10 +64,9 @@ def _clauses(r: Rule) -> str:
 
 
 def _rule_row(r: Rule) -> str:
-    assert r.kind is not None
     auto = r.autofix or f"no; fix: {r.fix}"
     return (
-        f"| `{r.id}` | {', '.join(r.profiles)} | {KINDS[r.kind].scope.value} | {_stages(r)} | "
+        f"| `{r.id}` | {', '.join(r.profiles)} | {kind_of(r).scope.value} | {_stages(r)} | "
         f"{_clauses(r)} | {_cell(r.checks)} | {_cell(_params(r))} | {_cell(auto)} |"
     )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from icecompat_writer.rules.catalog import CATALOG, LAYER_RULES
-from icecompat_writer.rules.kinds import KINDS
+from icecompat_writer.rules.kinds import KINDS, kind_of
 from icecompat_writer.rules.profiles import DEFAULT_PROFILE, PROFILES
 
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "export_catalog"]
@@ -55,7 +55,7 @@ def export_catalog() -> dict[str, Any]:
                 "clause": r.clause,
                 "also": list(r.also),
                 "reference": r.reference or None,
-                "scope": KINDS[r.kind].scope.value,
+                "scope": kind_of(r).scope.value,
                 "kind": r.kind,
                 "params": r.params_json(),
                 "checks": r.checks,

@@ -60,6 +60,13 @@ class Kind:
 KINDS: dict[str, Kind] = {}
 
 
+def kind_of(rule: Rule) -> Kind:
+    """The check kind a catalog rule is evaluated by (ValueError for a rule another layer enforces)."""
+    if rule.kind is None:
+        raise ValueError(f"rule {rule.id} has no check kind: {rule.layer} enforces it")
+    return KINDS[rule.kind]
+
+
 def kind(
     name: str, scope: Scope, params: tuple[str, ...] = (), fields: tuple[str, ...] = ()
 ) -> Callable[[Check], Check]:
@@ -627,7 +634,7 @@ def check_against_kinds(rules: Iterable[Rule]) -> None:
     """Refuse a catalog whose rules name an unknown kind, give it the wrong params, or use template
     fields its findings never provide (a typo there would only surface as a KeyError mid-validation)."""
     for r in rules:
-        k = KINDS.get(r.kind)
+        k = KINDS.get(r.kind) if r.kind is not None else None
         if k is None:
             raise ValueError(f"rule {r.id}: unknown kind {r.kind!r}")
         if set(r.params) != set(k.params):

@@ -164,7 +164,8 @@ class Rule:
         return self.params[name]
 
     def params_json(self) -> dict[str, Any]:
-        return thaw(self.params)
+        plain: dict[str, Any] = thaw(self.params)
+        return plain
 
     def render(self, finding: Finding) -> tuple[str, str]:
         """(message, fix) for one finding."""

@@ -198,7 +198,7 @@ class SchemaIndex:
         """Every type occurrence in schema order (built on first use)."""
         if self._types is None:
             out: list[TypeNode] = []
-            slot_types = {id(s.owner): [] for s in self.slots}
+            slot_types: dict[int, list[SlotNode]] = {id(s.owner): [] for s in self.slots}
             for s in self.slots:
                 slot_types[id(s.owner)].append(s)
             for f in self.fields:

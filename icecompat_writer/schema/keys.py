@@ -8,7 +8,7 @@ map keys/values in the nearest ancestor struct field's ``delta.columnMapping.nes
 
 from __future__ import annotations
 
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
 __all__ = [
     "CM_ID",
@@ -36,7 +36,7 @@ MAX_FIELD_ID = 2147483447  # Iceberg reserves the ids above for metadata columns
 ID_RANGE = (MIN_FIELD_ID, MAX_FIELD_ID)
 
 
-def is_id(value: Any) -> TypeGuard[int]:
+def is_id(value: object) -> TypeGuard[int]:
     """Whether a metadata value can be an id at all: an integer (JSON ``true`` is not one)."""
     return isinstance(value, int) and not isinstance(value, bool)
 

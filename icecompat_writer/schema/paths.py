@@ -7,8 +7,6 @@ backticks, backticks doubled, so that every path reads back unambiguously.
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = ["ELEMENT", "KEY", "VALUE", "child_path", "fold_name", "join_path", "quote_name"]
 
 # The path steps of the nested levels that are not struct fields.
@@ -39,7 +37,7 @@ def join_path(parent: str, segment: str) -> str:
     return segment if not parent else parent + "." + segment
 
 
-def child_path(parent: str, name: Any) -> str:
+def child_path(parent: str, name: object) -> str:
     """The path of struct field ``name`` (any JSON value; text is what counts) below ``parent``."""
     if not isinstance(name, str):
         name = str(name)

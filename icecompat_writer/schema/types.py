@@ -39,7 +39,7 @@ _DELTA_DECIMAL = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)")
 _ICEBERG_DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)$")
 
 
-def decimal_params(t: Any) -> tuple[int, int] | None:
+def decimal_params(t: object) -> tuple[int, int] | None:
     """``(precision, scale)`` of a Delta ``decimal(P,S)`` type (surrounding blanks allowed), else None."""
     m = _DELTA_DECIMAL.fullmatch(t.strip()) if isinstance(t, str) else None
     return (int(m.group(1)), int(m.group(2))) if m else None
@@ -51,7 +51,7 @@ def iceberg_decimal_params(iceberg_type: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def type_category(t: Any) -> str:
+def type_category(t: object) -> str:
     """The allow-list name of a Delta type: ``decimal(10,2)`` -> ``decimal``, a struct -> ``struct``.
 
     Primitive names are Delta's own (``integer``, ``timestamp_ntz``, ``variant``, ...). Anything not

@@ -398,7 +398,8 @@ def _check_data_schema(schema: Mapping[str, Any], problems: list[Violation]) -> 
     without a fix, and an empty struct below an array or map can get as far as Parquet's writer on some
     paths. Found here, every occurrence is listed with its full path before any file exists.
     """
-    problems.extend(visit(parse_schema(schema), _DataSchemaProblems()))
+    found: list[Violation] = visit(parse_schema(schema), _DataSchemaProblems())
+    problems.extend(found)
 
 
 def _check_partitioning(
