@@ -116,74 +116,106 @@ def _type_name(t: Any) -> str:
     return str(kind)
 
 
-def _merge_type(table_t: Any, data_t: Any, path: str, add: bool, problems: list[Violation]) -> Any:
-    """``table_t`` extended by what ``data_t`` has on top (when ``add``), or problems when they clash."""
-    if isinstance(table_t, dict) and isinstance(data_t, dict) and table_t.get("type") == data_t.get("type"):
-        kind = table_t["type"]
-        if kind == "struct":
-            return _merge_struct(table_t, data_t, path, add, problems)
-        if kind == "array":
-            merged = copy.deepcopy(table_t)
-            merged["elementType"] = _merge_type(
-                table_t["elementType"], data_t["elementType"], f"{path}.element", add, problems
-            )
-            return merged
-        if kind == "map":
-            merged = copy.deepcopy(table_t)
-            merged["keyType"] = _merge_type(
-                table_t["keyType"], data_t["keyType"], f"{path}.key", add, problems
-            )
-            merged["valueType"] = _merge_type(
-                table_t["valueType"], data_t["valueType"], f"{path}.value", add, problems
-            )
-            return merged
-    if table_t == data_t:
-        return copy.deepcopy(table_t)
-    problems.append(
-        write_violation(
+# What the merge makes of one type: (the merged JSON, problems found below it, whether the data's type
+# clashes with the table's right here).
+_Merged = tuple[Any, list[Violation], bool]
+
+
+class _Merge(PartnerVisitor[SchemaNode, Any]):
+    """The table schema extended by what the DataFrame's schema (the visited one) has on top.
+
+    The table's schema is the partner; a DataFrame field the table lacks is appended (``add``) or a
+    problem, and a type that differs from the table's is a problem at the field or slot holding it.
+    """
+
+    def __init__(self, add: bool) -> None:
+        self.add = add
+
+    def descend(self, node: DataType, partner: SchemaNode | None) -> bool:
+        return isinstance(partner, DataType) and partner.category == node.category
+
+    def _same_or_clash(self, node: DataType, partner: SchemaNode | None) -> _Merged:
+        table_t = partner.raw if isinstance(partner, DataType) else None
+        return copy.deepcopy(table_t), [], table_t != node.raw
+
+    def primitive(self, primitive: PrimitiveType, partner: SchemaNode | None) -> _Merged:
+        return self._same_or_clash(primitive, partner)
+
+    def struct(self, struct: StructType, partner: SchemaNode | None, field_results: list[Any]) -> _Merged:
+        if not isinstance(partner, StructType) or not self.descend(struct, partner):
+            return self._same_or_clash(struct, partner)
+        merged = copy.deepcopy(dict(partner.raw))
+        fields: list[dict[str, Any]] = merged["fields"]
+        position = {id(f): i for i, f in enumerate(partner.raw["fields"])}
+        problems: list[Violation] = []
+        for data_f, table_f, below in field_results:
+            if table_f is None:
+                if self.add:
+                    new_f = copy.deepcopy(dict(data_f.raw))
+                    new_f["metadata"] = {}  # a new column starts bare: ids and names come from the planner
+                    new_f["nullable"] = True  # rows already in the table have no value for it
+                    fields.append(new_f)
+                else:
+                    problems.append(
+                        write_violation(
+                            "DELTA-WRITE-UNKNOWN-COLUMN",
+                            data_f.path,
+                            "the DataFrame has a column the table does not have",
+                            "add .option('mergeSchema', 'true') to add it to the table, "
+                            "or drop it from the DataFrame",
+                        )
+                    )
+                continue
+            merged_t, found = self._at(data_f.path, data_f.type, table_f.type, below)
+            fields[position[id(table_f.raw)]]["type"] = merged_t
+            problems.extend(found)
+        return merged, problems, False
+
+    def field(self, field: Field, partner: SchemaNode | None, type_result: _Merged) -> Any:
+        return field, partner if isinstance(partner, Field) else None, type_result
+
+    def slot(self, slot: Slot, partner: SchemaNode | None, type_result: _Merged) -> Any:
+        table_t = partner.type if isinstance(partner, Slot) else None
+        return self._at(slot.path, slot.type, table_t, type_result)
+
+    def array(self, array: ArrayType, partner: SchemaNode | None, element_result: Any) -> _Merged:
+        if element_result is None or not isinstance(partner, ArrayType):
+            return self._same_or_clash(array, partner)
+        merged = copy.deepcopy(partner.raw)
+        merged["elementType"], problems = element_result
+        return merged, problems, False
+
+    def map(
+        self, map_type: MapType, partner: SchemaNode | None, key_result: Any, value_result: Any
+    ) -> _Merged:
+        if key_result is None or value_result is None or not isinstance(partner, MapType):
+            return self._same_or_clash(map_type, partner)
+        merged = copy.deepcopy(partner.raw)
+        merged["keyType"], key_problems = key_result
+        merged["valueType"], value_problems = value_result
+        return merged, key_problems + value_problems, False
+
+    def _at(
+        self, path: str, data_t: DataType, table_t: DataType | None, result: _Merged
+    ) -> tuple[Any, list[Violation]]:
+        """The merged type at ``path`` and its problems, a clash right here included."""
+        merged, problems, clash = result
+        if not clash:
+            return merged, problems
+        table_raw = table_t.raw if table_t is not None else None
+        mismatch = write_violation(
             "DELTA-WRITE-TYPE-MISMATCH",
             path,
             "the DataFrame's type differs from the table's type for this column",
             "cast the column to the table's type before writing, or overwrite with overwriteSchema=true",
-            observed=_type_name(data_t),
-            expected=_type_name(table_t),
+            observed=_type_name(data_t.raw),
+            expected=_type_name(table_raw),
         )
-    )
-    return copy.deepcopy(table_t)
-
-
-def _merge_struct(
-    table_s: Mapping[str, Any], data_s: Mapping[str, Any], path: str, add: bool, problems: list[Violation]
-) -> dict[str, Any]:
-    merged = copy.deepcopy(dict(table_s))
-    fields: list[dict[str, Any]] = merged["fields"]
-    for data_f in data_s["fields"]:
-        here = _join(path, data_f["name"])
-        table_f = _find(fields, data_f["name"])
-        if table_f is None:
-            if add:
-                new_f = copy.deepcopy(dict(data_f))
-                new_f["metadata"] = {}  # a new column starts bare: ids and names come from the planner
-                new_f["nullable"] = True  # rows already in the table have no value for it
-                fields.append(new_f)
-            else:
-                problems.append(
-                    write_violation(
-                        "DELTA-WRITE-UNKNOWN-COLUMN",
-                        here,
-                        "the DataFrame has a column the table does not have",
-                        "add .option('mergeSchema', 'true') to add it to the table, "
-                        "or drop it from the DataFrame",
-                    )
-                )
-            continue
-        assert isinstance(table_f, dict)
-        table_f["type"] = _merge_type(table_f["type"], data_f["type"], here, add, problems)
-    return merged
+        return merged, [*problems, mismatch]
 
 
 def merge_schemas(
-    table_schema: Mapping[str, Any], data_schema: Mapping[str, Any], *, add_new: bool
+    table_schema: Mapping[str, Any] | Schema, data_schema: Mapping[str, Any], *, add_new: bool
 ) -> tuple[dict[str, Any], list[Violation]]:
     """The table schema a DataFrame write produces, with every clash found (not just the first).
 
@@ -191,8 +223,9 @@ def merge_schemas(
     appended (nullable, without column-mapping metadata); otherwise they are problems. Types of existing
     columns must match exactly: Delta's DataFrame writer does not cast.
     """
-    problems: list[Violation] = []
-    merged = _merge_struct(table_schema, data_schema, "", add_new, problems)
+    table = table_schema if isinstance(table_schema, Schema) else parse_schema(table_schema)
+    data = parse_schema(data_schema)
+    merged, problems, _ = visit_with_partner(data, table.struct, _Merge(add_new), SameColumn())
     return merged, problems
 
 
@@ -569,13 +602,12 @@ def compose_metadata(intent: WriteIntent, previous: Metadata | None) -> Metadata
             id=str(uuid.uuid4()),
         ).with_schema(data_schema)
 
-    old_schema = previous.schema
     if intent.replaces_schema:
         schema = _carry_field_metadata(data_schema, previous.schema_model)
         partitions = _check_partitioning(intent, schema, problems) if intent.partition_by is not None else ()
         configuration = {**previous.configuration, **props}
     else:
-        schema, problems = merge_schemas(old_schema, data_schema, add_new=intent.merge_schema)
+        schema, problems = merge_schemas(previous.schema_model, data_schema, add_new=intent.merge_schema)
         configuration = {**previous.configuration, **props}
         partitions = previous.partition_columns
         if intent.partition_by is not None:
