@@ -163,7 +163,7 @@ def assign_column_ids(fields: Fields, ids: IdCounter) -> Changed:
     """Give every field without one a fresh id, and a physical name ``col-<id>`` where it has none."""
     changed: Changed = []
     add = changed.append
-    both = CM_ID + "={0}, " + CM_PHYSICAL_NAME + "=col-{0}"
+    id_is, then_name = CM_ID + "=", ", " + CM_PHYSICAL_NAME + "=col-"  # concatenated: a third of format()
     top = ids.max  # handed out locally (one attribute write at the end instead of a call per field)
     for f, path in fields:
         md = _metadata(f)
@@ -180,8 +180,9 @@ def assign_column_ids(fields: Fields, ids: IdCounter) -> Changed:
         if has_pn:
             add((path, f"{CM_ID}={top}"))
         else:
-            md[CM_PHYSICAL_NAME] = "col-" + str(top)
-            add((path, both.format(top)))
+            text = str(top)
+            md[CM_PHYSICAL_NAME] = "col-" + text
+            add((path, id_is + text + then_name + text))
     ids.max = top
     return changed
 

@@ -212,9 +212,12 @@ def parse_schema(raw: Any) -> Schema:
             if not (type(f) is dict or isinstance(f, Mapping)):
                 continue
             name = f.get("name", "")
-            if not isinstance(name, str):
+            if type(name) is not str:
                 name = str(name)
-            path = child_path(parent_path, name)
+            if name and "." not in name and "`" not in name:  # child_path, inlined for the common case
+                path = parent_path + "." + name if parent_path else name
+            else:
+                path = child_path(parent_path, name)
             node = Field(f, name, path, _PENDING, parent, len(fields_out))
             fields_out.append(node)
             out.append(node)
