@@ -39,6 +39,7 @@ from icecompat_writer.rules.schema import (
     type_shape,
     type_text,
 )
+from icecompat_writer.schema import Schema
 
 __all__ = ["KINDS", "Kind", "check_against_kinds"]
 
@@ -502,9 +503,7 @@ def _physical_names_stable(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     if ctx.previous is None:
         return
     prev_mapped = column_mapping_mode(ctx.previous.metadata.configuration) in ("name", "id")
-    new_schema = _raw_schema(ctx)
-    old_schema = _raw_previous_schema(ctx)
-    for new, old, path in matched_fields(new_schema, old_schema):
+    for new, old, path in matched_fields(_parsed_schema(ctx), _parsed_previous_schema(ctx)):
         md, old_md = field_metadata(new), field_metadata(old)
         want_pn = old_md.get(CM_PHYSICAL_NAME) if prev_mapped else old.get("name")
         want_id = column_id(old) if prev_mapped else None
@@ -517,13 +516,17 @@ def _physical_names_stable(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
             )
 
 
-def _raw_schema(ctx: EvalContext) -> Mapping[str, Any]:
-    return {"fields": [f.raw for f in ctx.schema.top]}
+def _parsed_schema(ctx: EvalContext) -> Schema | Mapping[str, Any]:
+    """The new schema as its index parsed it (its top-level fields' JSON for an index built otherwise)."""
+    model = ctx.schema.model
+    return model if model is not None else {"fields": [f.raw for f in ctx.schema.top]}
 
 
-def _raw_previous_schema(ctx: EvalContext) -> Mapping[str, Any]:
+def _parsed_previous_schema(ctx: EvalContext) -> Schema | Mapping[str, Any]:
     prev = ctx.previous_schema
-    return {"fields": [f.raw for f in prev.top]} if prev is not None else {"fields": []}
+    if prev is None:
+        return {"fields": []}
+    return prev.model if prev.model is not None else {"fields": [f.raw for f in prev.top]}
 
 
 # --- data files ------------------------------------------------------------------------------------
