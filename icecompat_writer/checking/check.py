@@ -14,14 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import html
 import json
 import os
 import random
-import re
 import stat
-import string
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,39 +154,10 @@ def parse_files_option(text: str) -> tuple[str, int]:
     raise IcecompatError(f"--files takes all, none or sample:N (N > 0), not {text!r}")
 
 
-@functools.cache
-def _file_pattern(rule_id: str) -> re.Pattern[str] | None:
-    """A regex reading the ``{file}`` back out of a rule's rendered message (None: no file in it).
-
-    Violations carry the offending data file only inside their message (the rule templates put it
-    there); reports want it as a field, and the template is the one exact description of where it is.
-    """
-    from icecompat_writer.rules.catalog import RULES_BY_ID
-
-    rule = RULES_BY_ID.get(rule_id)
-    if rule is None or "{file}" not in rule.message:
-        return None
-    parts: list[str] = []
-    seen = False
-    for literal, name, _, _ in string.Formatter().parse(rule.message):
-        parts.append(re.escape(literal))
-        if name is None:
-            continue
-        if name == "file":
-            parts.append("(?P=file)" if seen else "(?P<file>.+)")
-            seen = True
-        else:
-            parts.append(".*?")
-    return re.compile("".join(parts) + r"\Z", re.DOTALL)
-
-
 def violation_file(v: Violation) -> str | None:
     """The data file a file-level violation is about (its path as in the log), None for the others."""
-    pattern = _file_pattern(v.rule)
-    if pattern is None:
-        return None
-    m = pattern.match(v.message)
-    return m.group("file") if m else None
+    file = v.values.get("file")
+    return file if isinstance(file, str) else None
 
 
 @dataclass(frozen=True)

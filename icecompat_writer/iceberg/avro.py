@@ -12,11 +12,11 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import fastavro
 
-from .schema import decimal_params
+from icecompat_writer.schema import iceberg_decimal_params
 
 __all__ = [
     "CODEC",
@@ -101,7 +101,7 @@ def primitive_avro_type(iceberg_type: str, unique: str) -> Any:
             "logicalType": "timestamp-micros",
             "adjust-to-utc": iceberg_type == "timestamptz",
         }
-    params = decimal_params(iceberg_type)
+    params = iceberg_decimal_params(iceberg_type)
     if params is not None:
         precision, scale = params
         size = 1
@@ -318,4 +318,4 @@ def read_avro(path: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
     with open(path, "rb") as fh:
         reader = fastavro.reader(fh)
         meta = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in reader.metadata.items()}
-        return [dict(r) for r in reader], meta
+        return [dict(cast(Mapping[str, Any], r)) for r in reader], meta

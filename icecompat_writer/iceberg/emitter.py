@@ -32,11 +32,12 @@ from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
 from icecompat_writer.errors import CompatViolation, ConcurrentWriteError, TableReadError, Violation
+from icecompat_writer.schema import iceberg_decimal_params
 
 from . import _delta
 from .avro import PartitionField, avro_name, data_file_record, read_avro, write_manifest, write_manifest_list
 from .checks import default_format_version, rule_set_for, table_violations
-from .schema import ConvertedSchema, decimal_params, violation
+from .schema import ConvertedSchema, violation
 from .values import (
     DEFAULT_STRING_PREFIX_LENGTH,
     PartitionValueError,
@@ -227,7 +228,7 @@ def _context(version: int, metadata: Metadata) -> str:
 
 def _partition_avro_value(raw: Any, iceberg_type: str) -> Any:
     """Raw partition value in the form fastavro encodes for the partition field's Avro type."""
-    params = decimal_params(iceberg_type)
+    params = iceberg_decimal_params(iceberg_type)
     if raw is not None and params is not None:
         return Decimal(raw).quantize(Decimal(1).scaleb(-params[1]))
     return raw

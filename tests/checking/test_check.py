@@ -383,10 +383,11 @@ def test_every_file_level_rule_names_its_file_in_the_message() -> None:
 
 @pytest.mark.parametrize("rule", FILE_RULES, ids=lambda r: r.id)
 def test_violation_file_reads_the_file_back_out_of_each_rule_message(rule: Any) -> None:
+    # The file comes from the finding's values, which a violation keeps; the message is never parsed.
     tricky = "p=a b/{x} file has no numRecords statistic in file .parquet"
     values = {name: f"<{name}>" for name in KINDS[rule.kind].fields} | {"file": tricky}
     message, fix = rule.render(Finding(path="c", observed="o", expected="e", values=values))
-    v = Violation(rule.profiles[0], rule.id, "c", message, fix, "o", "e")
+    v = Violation(rule.profiles[0], rule.id, "c", message, fix, "o", "e", values=values)
     assert violation_file(v) == tricky
 
 
