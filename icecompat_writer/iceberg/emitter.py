@@ -990,11 +990,17 @@ def _gate(root: Location, version: int, format_version: int) -> None:
     real_root = os.path.realpath(snap.table_root) if isinstance(snap.table_root, Path) else ""
     outside: list[Violation] = []
     facts = []
+    if isinstance(snap.table_root, ObjectPath):
+        # one listing of the table, then one ranged read per footer in a bounded pool (the checker's path)
+        from icecompat_writer.checking.check import snapshot_facts
+
+        facts = list(snapshot_facts(snap, files="all", every_file=True).facts)
     for add in snap.add_files:
         reason = _data_path_outside(snap.table_root, real_root, add.path)
         if reason is not None:
             outside.append(_outside_violation(add.path, reason))
-        facts.append(file_facts(snap.table_root, add, read_footer=reason is None))
+        if not isinstance(snap.table_root, ObjectPath):
+            facts.append(file_facts(snap.table_root, add, read_footer=reason is None))
     _, problems = table_violations(snap.protocol, snap.metadata, format_version, facts)
     _refuse([*outside, *problems], _context(version, snap.metadata))
 
