@@ -113,7 +113,28 @@ def test_iceberg_metadata_on_s3_uses_s3_uris_and_pyiceberg_reads_it(s3_env: Any,
     assert write_iceberg_metadata(f"s3a://{bucket}/warehouse/t").written is False
 
 
-def test_two_concurrent_emitters_never_both_commit_a_version(s3_env: Any, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def serial_s3(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A moto server that handles one request at a time, as S3 decides conditional creates one by one
+    (moto's threaded server checks ``If-None-Match`` and stores without a lock)."""
+    from tests.objectstores import start_s3_server
+
+    server = start_s3_server(tmp_path_factory.mktemp("moto-serial"), serial=True)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def serial_env(serial_s3: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    for key, value in serial_s3.environ().items():
+        monkeypatch.setenv(key, value)
+    storage.clear_cache()
+    yield serial_s3
+    storage.clear_cache()
+
+
+def test_two_concurrent_emitters_never_both_commit_a_version(serial_env: Any, tmp_path: Path) -> None:
+    s3_env = serial_env
     table = build_table(tmp_path / "t", "v3", files=4, rows_per_file=2)
     bucket = s3_env.new_bucket()
     s3_env.upload_dir(table.root, bucket, "warehouse/t")
