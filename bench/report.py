@@ -17,6 +17,8 @@ from typing import Any
 from .bench_checker import CheckerRow
 from .bench_iceberg import IcebergRow
 from .bench_planning import PlanningRow
+from .bench_storage import StorageRow
+from .bench_storage import section as storage_section
 from .bench_write import PLAIN, WARMUP_UP_TO_ROWS, WriteCell, WriteResults
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,6 +31,8 @@ PLANNING_TARGET_MS = 100.0
 PLANNING_AT = 10_000
 CHECKER_TARGET = 0.20
 CHECKER_AT = 100_000
+STORAGE_TARGET = 3.0  # check on S3 over check on local disk
+STORAGE_AT = 2_000
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,7 @@ class Results:
     iceberg: list[IcebergRow]
     iceberg_runs: int
     profiles_of_misses: dict[str, str]
+    storage: StorageRow | None = None  # check on a local S3 server against local disk
     elapsed_s: float = 0.0
     load_at_end: str = ""
 
@@ -194,6 +199,26 @@ def targets(r: Results) -> list[Target]:
             "" if at_size else "quick run: measured below the target's size, indicative only",
         )
     )
+    if r.storage is not None:
+        at_size = r.storage.files >= STORAGE_AT
+        note = "" if at_size else "quick run: measured below the target's size, indicative only"
+        out.append(
+            Target(
+                f"check --files all on S3, {r.storage.files:,} files",
+                f"{r.storage.ratio:.2f}x local disk",
+                f"<= {STORAGE_TARGET:.0f}x at {STORAGE_AT:,} files",
+                r.storage.ratio <= STORAGE_TARGET if at_size else None,
+                note,
+            )
+        )
+        out.append(
+            Target(
+                "ranged reads per footer on S3",
+                f"{r.storage.ranged_per_footer:.2f}",
+                "<= 1",
+                r.storage.ranged_per_footer <= 1.0,
+            )
+        )
     return out
 
 
@@ -466,6 +491,8 @@ def markdown(r: Results) -> str:
     lines += _planning_section(r)
     lines += _checker_section(r)
     lines += _iceberg_section(r)
+    if r.storage is not None:
+        lines += storage_section(r.storage)
     lines += _misses_section(r, rows)
     return "\n".join(lines).rstrip() + "\n"
 

@@ -3,7 +3,8 @@
 Run with ``bin/bench [--quick] [--out DIR] [--runs N]`` (or ``.venv/bin/python -m bench.run``). One
 Spark session for everything (a lean local one, or the caller's: ``run(spark=...)``), sections in this
 order: write overhead (``bench_write``), planning (``bench_planning``), checker and footer checks
-(``bench_checker``), Iceberg metadata emission (``bench_iceberg``). Progress goes to stderr.
+(``bench_checker``), Iceberg metadata emission (``bench_iceberg``), ``check`` on a local S3 server
+against local disk (``bench_storage``). Progress goes to stderr.
 
 ``--quick`` uses tiny sizes and two runs (about two minutes): it shows that the harness works, which is
 what the smoke test runs. The full run is sized to finish in under 30 minutes on two idle cores:
@@ -26,7 +27,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make ``bench`` and the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import bench_checker, bench_iceberg, bench_planning, bench_write, report
+from bench import bench_checker, bench_iceberg, bench_planning, bench_storage, bench_write, report
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "docs"
 PROFILES = ["v3", "writer-v1"]
@@ -47,6 +48,7 @@ class Config:
     footer_files: int
     iceberg_sizes: list[int]
     iceberg_runs: int
+    storage_files: int = 2000
 
 
 # Full: 10,000,000-row writes dominate (see docs/benchmarks.md for the run time they add up to).
@@ -75,6 +77,7 @@ QUICK = Config(
     footer_files=40,
     iceberg_sizes=[1_000],
     iceberg_runs=2,
+    storage_files=100,
 )
 
 
@@ -160,6 +163,7 @@ def run(
         )
         footers = footer_checks(spark, cfg.footer_files, cfg.checker_runs, say)
         iceberg = bench_iceberg.measure(cfg.iceberg_sizes, cfg.iceberg_runs, progress=say)
+        stored = bench_storage.measure(cfg.storage_files, cfg.checker_runs, progress=say)
         results = report.Results(
             quick=quick,
             machine=machine,
@@ -173,6 +177,7 @@ def run(
             iceberg=iceberg,
             iceberg_runs=cfg.iceberg_runs,
             profiles_of_misses={},
+            storage=stored,
         )
         fixed_rows = min(cfg.write_rows)
         for t in report.targets(results):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["S3Server", "s3a_test_jars", "start_s3_server"]
+__all__ = ["AzuriteServer", "S3Server", "s3a_test_jars", "start_azurite", "start_s3_server"]
 
 # Where bin/setup puts Spark's s3a connector (hadoop-aws 3.5.0 and the AWS SDK v2 modules it loads),
 # fetched by Maven from jvm_shim/test-jars/pom.xml; outside the package, which ships no cloud SDK.
@@ -45,6 +46,7 @@ class S3Server:
 
     process: subprocess.Popen[bytes]
     port: int
+    log_path: Path | None = None
     access_key: str = "icecompat-test"
     secret_key: str = "icecompat-secret"
     region: str = "us-east-1"
@@ -114,6 +116,35 @@ class S3Server:
                 out[obj["Key"]] = hashlib.sha256(body).hexdigest()
         return out
 
+    def upload_dir(self, local: Path, bucket: str, prefix: str) -> list[str]:
+        """Copy every file under ``local`` to ``bucket`` below ``prefix`` (keys keep the relative path)."""
+        c = self.client()
+        keys: list[str] = []
+        for path in sorted(p for p in Path(local).rglob("*") if p.is_file()):
+            key = f"{prefix.rstrip('/')}/{path.relative_to(local).as_posix()}"
+            c.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
+            keys.append(key)
+        return keys
+
+    def request_mark(self) -> int:
+        """A position in the server's request log: :meth:`requests_since` counts from here."""
+        time.sleep(0.05)
+        assert self.log_path is not None
+        return self.log_path.stat().st_size
+
+    def requests_since(self, mark: int) -> list[tuple[str, str, int]]:
+        """``(method, path with query, status)`` of every request the server logged after ``mark``."""
+        time.sleep(0.2)  # the server writes its access log line after answering
+        assert self.log_path is not None
+        with open(self.log_path, "rb") as fh:
+            fh.seek(mark)
+            text = fh.read().decode("utf-8", "replace")
+        text = re.sub(r"\x1b\[[0-9;]*m", "", text)
+        return [
+            (m.group(1), m.group(2), int(m.group(3)))
+            for m in re.finditer(r'"([A-Z]+) (\S+) HTTP/[0-9.]+" (\d{3})', text)
+        ]
+
     def stop(self) -> None:
         self.process.terminate()
         try:
@@ -123,22 +154,157 @@ class S3Server:
             self.process.wait()
 
 
-def start_s3_server(log_dir: Path) -> S3Server:
-    """Start ``moto_server`` on a free loopback port and wait until it answers."""
+# moto's server app, served one request at a time: moto checks ``If-None-Match: *`` and then stores the
+# object without a lock, so two conditional PUTs handled on two threads can both pass the check; S3
+# itself decides them one after the other. Tests of conditional-create races use this server.
+_SERIAL_MOTO = """
+import sys
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+from werkzeug.serving import run_simple
+app = DomainDispatcherApplication(create_backend_app)
+run_simple(sys.argv[1], int(sys.argv[2]), app, threaded=False)
+"""
+
+
+def start_s3_server(log_dir: Path, *, serial: bool = False) -> S3Server:
+    """Start ``moto_server`` on a free loopback port and wait until it answers.
+
+    ``serial``: one request at a time (see ``_SERIAL_MOTO``), for races on conditional creates.
+    """
     port = _free_port()
     exe = Path(sys.executable).with_name("moto_server")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "moto.server"]
     log = open(log_dir / "moto.log", "wb")  # the server writes it until stop()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    proc = subprocess.Popen([*cmd, "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log, env=env)
+    env["MOTO_PORT"] = str(port)
+    argv = (
+        [sys.executable, "-c", _SERIAL_MOTO, "127.0.0.1", str(port)]
+        if serial
+        else [*cmd, "-H", "127.0.0.1", "-p", str(port)]
+    )
+    proc = subprocess.Popen(argv, stdout=log, stderr=log, env=env)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"moto_server exited with {proc.returncode}; see {log_dir / 'moto.log'}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return S3Server(proc, port)
+                return S3Server(proc, port, log_path=log_dir / "moto.log")
         except OSError:
             time.sleep(0.1)
     proc.kill()
     raise RuntimeError(f"moto_server did not listen on 127.0.0.1:{port} within 30 s")
+
+
+# --- Azure Blob: Azurite --------------------------------------------------------------------------
+
+AZURITE_PACKAGE = Path(__file__).resolve().parent / "azurite" / "package.json"
+AZURITE_ACCOUNT = "devstoreaccount1"
+# Azurite's fixed development key (public, documented with the emulator; it guards nothing).
+AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+
+def azurite_bin() -> Path:
+    """The ``azurite-blob`` executable, installed by npm from tests/azurite/package.json into a cache
+    directory outside the package (once; the pinned version names the directory)."""
+    import json
+
+    version = json.loads(AZURITE_PACKAGE.read_text())["dependencies"]["azurite"]
+    cache = (
+        Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+        / "icecompat_writer"
+        / f"azurite-{version}"
+    )
+    exe = cache / "node_modules" / ".bin" / "azurite-blob"
+    if not exe.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        (cache / "package.json").write_bytes(AZURITE_PACKAGE.read_bytes())
+        subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=cache,
+            check=True,
+            timeout=600,
+        )
+    return exe
+
+
+@dataclass
+class AzuriteServer:
+    """One running Azurite Blob service on 127.0.0.1."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+
+    @property
+    def blob_endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}/{AZURITE_ACCOUNT}"
+
+    def connection_string(self) -> str:
+        return (
+            f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
+            f"BlobEndpoint={self.blob_endpoint};"
+        )
+
+    def environ(self) -> dict[str, str]:
+        """The standard Azure variable that points SDKs and tools at this emulator."""
+        return {"AZURE_STORAGE_CONNECTION_STRING": self.connection_string()}
+
+    def new_container(self, prefix: str = "c") -> str:
+        from azure.storage.blob import BlobServiceClient
+
+        name = f"{prefix}-{uuid.uuid4().hex[:12]}"
+        BlobServiceClient.from_connection_string(self.connection_string()).create_container(name)
+        return name
+
+    def container_digest(self, container: str) -> dict[str, str]:
+        from azure.storage.blob import BlobServiceClient
+
+        client = BlobServiceClient.from_connection_string(self.connection_string()).get_container_client(
+            container
+        )
+        return {
+            b.name: hashlib.sha256(client.download_blob(b.name).readall()).hexdigest()
+            for b in client.list_blobs()
+        }
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def start_azurite(work_dir: Path) -> AzuriteServer:
+    """Start Azurite's Blob service on a free loopback port (data in ``work_dir``) and wait for it."""
+    exe = azurite_bin()
+    port = _free_port()
+    log = open(work_dir / "azurite.log", "wb")  # the server writes it until stop()
+    proc = subprocess.Popen(
+        [
+            str(exe),
+            "--blobHost",
+            "127.0.0.1",
+            "--blobPort",
+            str(port),
+            "--location",
+            str(work_dir),
+            "--skipApiVersionCheck",
+            "--loose",
+            "--silent",
+        ],
+        stdout=log,
+        stderr=log,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"azurite exited with {proc.returncode}; see {work_dir / 'azurite.log'}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return AzuriteServer(proc, port)
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError(f"azurite did not listen on 127.0.0.1:{port} within 30 s")

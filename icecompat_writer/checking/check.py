@@ -7,7 +7,10 @@ No Spark: the log is replayed by :mod:`icecompat_writer.deltalog`, footers are r
 What the checker adds to the rules is the honesty of an auditor: whatever it could not see is a
 :class:`CheckFinding`, and an *error* finding makes the table non-compliant, because a checker cannot
 vouch for a log line it skipped or a data file it could not read. Data files are only ever opened
-when their path, symlinks resolved, stays inside the table root; anything else is a finding.
+when their path, symlinks resolved, stays inside the table root; anything else is a finding. On an
+object store (S3, GCS, Azure) the table is listed once, which gives every object's size, and each
+footer then costs one ranged read of the object's tail, read in parallel by a bounded pool
+(:func:`icecompat_writer.storage.map_bounded`).
 """
 
 from __future__ import annotations
@@ -24,14 +27,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from icecompat_writer.checking.footers import FooterReadError, read_footer
+from icecompat_writer import storage
+from icecompat_writer.checking.footers import FooterReadError, read_footer, read_listed_footer
 from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.deltalog.findings import FindingCode, LogFinding
-from icecompat_writer.deltalog.paths import resolve_data_path_text
+from icecompat_writer.deltalog.paths import resolve_data_path, resolve_data_path_text
 from icecompat_writer.deltalog.readers import file_kind
 from icecompat_writer.deltalog.snapshot import Snapshot, read_snapshot
 from icecompat_writer.errors import IcecompatError, TableReadError, Violation
 from icecompat_writer.facts import DataFileFacts, ParquetFooter
+from icecompat_writer.storage import ObjectPath
 
 __all__ = [
     "JSON_FORMAT",
@@ -427,6 +432,60 @@ def _read_data_file(
     return footer, None
 
 
+def _read_object(
+    root: ObjectPath, add: AddFile, sizes: dict[str, int]
+) -> tuple[ParquetFooter | None, CheckFinding | None]:
+    """:func:`_read_data_file` for a table on an object store: one ranged read of the object's tail.
+
+    ``sizes`` is one listing of the table (object URI -> size): it says which files exist and how
+    long they are, so no file costs more than the ranged read of its footer. An object store has no
+    links, pipes or devices; a path outside the root is already a finding.
+    """
+    target = resolve_data_path(root, add.path)
+    if not isinstance(target, ObjectPath):
+        return None, None
+    size = sizes.get(target.uri)
+    try:
+        if size is None:
+            raise FooterReadError(target, "the file does not exist")
+        footer = read_listed_footer(target, size)
+    except FooterReadError as e:
+        if e.reason == "the file does not exist":
+            return None, CheckFinding(
+                MISSING_DATA_FILE, f"data file {add.path!r} does not exist ({target})", file=add.path
+            )
+        return None, CheckFinding(
+            UNREADABLE_DATA_FILE,
+            f"data file {add.path!r} is not a readable Parquet file: {e.reason}",
+            file=add.path,
+        )
+    except Exception as e:  # a footer that breaks the decoder is this file's problem, not the audit's
+        return None, CheckFinding(
+            UNREADABLE_DATA_FILE,
+            f"data file {add.path!r} has a footer that cannot be decoded ({type(e).__name__}: "
+            f"{str(e)[:120]})",
+            file=add.path,
+        )
+    return footer, _claim_mismatch(add, footer, size)
+
+
+def _claim_mismatch(add: AddFile, footer: ParquetFooter, size: int) -> CheckFinding | None:
+    if add.size and size != add.size:
+        return CheckFinding(
+            SIZE_MISMATCH,
+            f"data file {add.path!r} has {size} bytes but its AddFile says {add.size}",
+            file=add.path,
+        )
+    if add.num_records is not None and footer.num_rows != add.num_records:
+        return CheckFinding(
+            ROW_COUNT_MISMATCH,
+            f"data file {add.path!r} holds {footer.num_rows} rows but its AddFile's numRecords says "
+            f"{add.num_records}",
+            file=add.path,
+        )
+    return None
+
+
 def _claims(add: AddFile) -> DataFileFacts:
     """What an AddFile claims, as the file rules take it (no footer).
 
@@ -470,14 +529,21 @@ def _read_footers(
 ) -> tuple[list[CheckFinding], int]:
     """Add the footers of the selected files to ``facts`` (in place); their findings, and how many read."""
     root = str(snapshot.table_root)
-    real_root = os.path.realpath(root)
     findings: list[CheckFinding] = []
     total = len(selected)
     read = 0
     order = sorted(selected)
     adds = snapshot.files.get_many(order)
-    for done, (i, add) in enumerate(zip(order, adds, strict=True), 1):
-        footer, problem = _read_data_file(root, real_root, add)
+    if isinstance(snapshot.table_root, ObjectPath):
+        table_root = snapshot.table_root
+        sizes = {e.location.uri: e.size for e in storage.list_tree(table_root)} if adds else {}
+        results: Iterable[tuple[ParquetFooter | None, CheckFinding | None]] = storage.map_bounded(
+            lambda add: _read_object(table_root, add, sizes), adds
+        )
+    else:
+        real_root = os.path.realpath(root)
+        results = (_read_data_file(root, real_root, add) for add in adds)
+    for done, (i, (footer, problem)) in enumerate(zip(order, results, strict=True), 1):
         if footer is not None:
             facts[i] = dataclasses.replace(facts[i], footer=footer)
             read += 1

@@ -22,13 +22,26 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from icecompat_writer import storage
 from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
-from icecompat_writer.deltalog.readers import NotRegularFileError, open_regular_file
 from icecompat_writer.errors import TableReadError
 from icecompat_writer.facts import DataFileFacts, ParquetField, ParquetFooter
+from icecompat_writer.storage import ObjectPath
+from icecompat_writer.storage.local import NotRegularFileError, open_regular_file
 
-__all__ = ["FooterReadError", "file_facts", "read_footer"]
+__all__ = [
+    "TAIL_BYTES",
+    "FooterReadError",
+    "file_facts",
+    "read_footer",
+    "read_listed_footer",
+    "read_object_footer",
+]
+
+TAIL_BYTES = 64 * 1024
+"""How much of an object's end one ranged read fetches for its footer: most footers fit (a file with
+hundreds of columns and row groups may not, and is then read once more, exactly the footer)."""
 
 _MAGIC = b"PAR1"
 _ENCRYPTED_MAGIC = b"PARE"
@@ -55,18 +68,20 @@ class FooterReadError(TableReadError):
     The checker turns it into a finding for that one file; the rest of the table is still checked.
     """
 
-    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
-        super().__init__(f"cannot read the Parquet footer of {os.fspath(path)}: {reason}")
-        self.path = os.fspath(path)
+    def __init__(self, path: str | os.PathLike[str] | ObjectPath, reason: str) -> None:
+        super().__init__(f"cannot read the Parquet footer of {path}: {reason}")
+        self.path = str(path)
         self.reason = reason
 
 
-def read_footer(path: str | os.PathLike[str]) -> ParquetFooter:
+def read_footer(path: str | os.PathLike[str] | ObjectPath) -> ParquetFooter:
     """The footer of one Parquet file: row count, writer, key-value metadata and the schema tree.
 
     Only the footer is read. Raises :class:`FooterReadError` for a missing, empty, truncated,
-    encrypted or non-Parquet file.
+    encrypted or non-Parquet file. An object-store path is read by :func:`read_object_footer`.
     """
+    if isinstance(path, ObjectPath):
+        return read_object_footer(path)[0]
     p = Path(path)
     raw_schema = _read_thrift_schema(p)
     try:
@@ -87,7 +102,90 @@ def read_footer(path: str | os.PathLike[str]) -> ParquetFooter:
     )
 
 
-def file_facts(table_root: str | Path, add_file: AddFile, read_footer: bool = True) -> DataFileFacts:
+def read_object_footer(path: ObjectPath) -> tuple[ParquetFooter, int]:
+    """The footer of a Parquet object and the object's size, from one ranged read of its tail.
+
+    The last :data:`TAIL_BYTES` are fetched at once; only a footer longer than that costs a second
+    ranged read of exactly the footer. The start magic is not fetched (that would be another request):
+    a file is accepted as Parquet by its end magic and a footer pyarrow can decode.
+    """
+    try:
+        tail, size = storage.read_tail(path, TAIL_BYTES)
+        if size < 12:
+            raise FooterReadError(path, f"{size} bytes is too small for a Parquet file")
+        (length,) = struct.unpack("<I", tail[-8:-4])
+        _check_end(path, tail[-8:], size)
+        if length + 8 > len(tail):
+            footer = storage.read_range(path, size - 8 - length, length)
+        else:
+            footer = tail[len(tail) - 8 - length : len(tail) - 8]
+    except FileNotFoundError:
+        raise FooterReadError(path, "the file does not exist") from None
+    except OSError as e:
+        raise FooterReadError(path, str(e)) from e
+    raw_schema = _decode_schema(path, footer)
+    try:
+        meta = pq.read_metadata(pa.BufferReader(_MAGIC + footer + struct.pack("<I", length) + _MAGIC))
+    except (OSError, pa.ArrowException, ValueError) as e:
+        raise FooterReadError(path, f"pyarrow cannot open it ({e})") from e
+    return _footer(path, raw_schema, meta), size
+
+
+def read_listed_footer(path: ObjectPath, size: int) -> ParquetFooter:
+    """The footer of a Parquet object whose size a listing gave: one ranged read, no size request.
+
+    pyarrow reads the footer (from the last 64 KiB; a longer one costs one more ranged read) and
+    serialises the same Thrift ``FileMetaData`` back, from which the schema list is decoded as for a
+    local file: the schema elements (ids, repetition, types, annotations) are fields pyarrow keeps.
+    """
+    if size < 12:
+        raise FooterReadError(path, f"{size} bytes is too small for a Parquet file")
+    try:
+        meta = storage.read_parquet_metadata(path, size)
+    except FileNotFoundError:
+        raise FooterReadError(path, "the file does not exist") from None
+    except (OSError, pa.ArrowException, ValueError) as e:
+        text = str(e)
+        if "encrypted" in text.lower() or "PARE" in text:
+            raise FooterReadError(path, "the footer is encrypted") from e
+        if "magic" in text.lower():
+            raise FooterReadError(path, "no Parquet magic at the end (not Parquet, or truncated)") from e
+        raise FooterReadError(path, f"pyarrow cannot open it ({e})") from e
+    sink = pa.BufferOutputStream()
+    meta.write_metadata_file(sink)
+    data = sink.getvalue().to_pybytes()
+    (length,) = struct.unpack("<I", data[-8:-4])
+    return _footer(path, _decode_schema(path, data[-8 - length : -8]), meta)
+
+
+def _check_end(path: Any, tail: bytes, size: int) -> None:
+    if tail[4:] == _ENCRYPTED_MAGIC:
+        raise FooterReadError(path, "the footer is encrypted")
+    if tail[4:] != _MAGIC:
+        raise FooterReadError(path, "no Parquet magic at the end (not Parquet, or truncated)")
+    (length,) = struct.unpack("<I", tail[:4])
+    if length <= 0 or length > size - 12:
+        raise FooterReadError(path, f"footer length {length} does not fit a {size}-byte file")
+
+
+def _footer(path: Any, raw_schema: list[dict[int, Any]], meta: pq.FileMetaData) -> ParquetFooter:
+    leaves = meta.schema
+    kv = meta.metadata or {}
+    key_value = {
+        k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in kv.items() if v is not None
+    }
+    fields = _build_tree(path, raw_schema, leaves)
+    return ParquetFooter(
+        num_rows=meta.num_rows,
+        fields=fields,
+        created_by=meta.created_by,
+        key_value_metadata=MappingProxyType(key_value),
+    )
+
+
+def file_facts(
+    table_root: str | Path | ObjectPath, add_file: AddFile, read_footer: bool = True
+) -> DataFileFacts:
     """Facts of one live data file: its AddFile's claims and, if asked, its footer.
 
     A path that resolves outside the table root is never opened; like an unreadable footer it ends
@@ -151,6 +249,10 @@ def _read_thrift_schema(path: Path) -> list[dict[int, Any]]:
         raise FooterReadError(path, f"it is {e.kind}, not a regular file; it was not opened") from None
     except OSError as e:
         raise FooterReadError(path, str(e)) from e
+    return _decode_schema(path, data)
+
+
+def _decode_schema(path: Any, data: bytes) -> list[dict[int, Any]]:
     try:
         return _CompactReader(data).file_metadata_schema()
     except (IndexError, ValueError, TypeError, struct.error) as e:

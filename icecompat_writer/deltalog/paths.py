@@ -6,21 +6,25 @@ suffix telling the kind of file. Parsing names is kept apart from reading files 
 files to read (replay.py) needs nothing but a directory listing.
 
 AddFile paths are RFC 2396 URI references: relative to the table root or absolute, percent-encoded.
-:func:`resolve_data_path` is the single place that turns one into a local path, and it refuses anything
-that would leave the table root, because the checker opens what it resolves and an audited table must
-not make us read ``/etc/passwd`` or a file in another table.
+:func:`resolve_data_path` is the single place that turns one into a location (a local path, or an
+object-store path for a table on S3, GCS or Azure), and it refuses anything that would leave the table
+root, because the checker opens what it resolves and an audited table must not make us read
+``/etc/passwd``, a file in another table, or an object in another bucket or storage account.
 """
 
 from __future__ import annotations
 
 import enum
 import os
+import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from icecompat_writer import storage
 from icecompat_writer.errors import TableReadError
+from icecompat_writer.storage import Location, ObjectPath
 
 __all__ = [
     "DELTA_LOG_DIR",
@@ -32,6 +36,7 @@ __all__ = [
     "commit_file_name",
     "compaction_file_name",
     "decode_uri_path",
+    "list_log_entries",
     "list_log_files",
     "multipart_checkpoint_name",
     "parse_log_file_name",
@@ -87,7 +92,7 @@ class LogFile:
     parts; ``uuid`` for UUID-named checkpoints. ``file_format`` is ``json`` or ``parquet``.
     """
 
-    path: Path
+    path: Location
     kind: LogFileKind
     version: int
     end_version: int | None = None
@@ -121,7 +126,7 @@ def compaction_file_name(start_version: int, end_version: int) -> str:
     return f"{start_version:020d}.{end_version:020d}.compacted.json"
 
 
-def parse_log_file_name(path: Path) -> LogFile | None:
+def parse_log_file_name(path: Location) -> LogFile | None:
     """The :class:`LogFile` a name in ``_delta_log`` stands for, or None for anything else.
 
     Names that merely look alike are not accepted (a compaction whose end is not after its start, a
@@ -159,47 +164,46 @@ def parse_log_file_name(path: Path) -> LogFile | None:
     return None
 
 
-def list_log_files(log_dir: Path) -> list[LogFile]:
+def list_log_files(log_dir: Location) -> list[LogFile]:
     """Every recognised file directly in ``log_dir`` (not in ``_sidecars``/``_staged_commits``).
 
-    One ``scandir`` of the directory: a local listing is cheap, and the listing (not the
-    ``_last_checkpoint`` hint) is what decides which files exist.
+    One listing of the directory (a ``scandir`` locally, one paginated LIST on an object store): the
+    listing, not the ``_last_checkpoint`` hint, is what decides which files exist.
     """
+    return list_log_entries(log_dir)[0]
+
+
+def list_log_entries(log_dir: Location) -> tuple[list[LogFile], frozenset[str]]:
+    """:func:`list_log_files`, and the names of every regular file the listing saw (recognised or not),
+    so a reader learns from the same listing whether ``_last_checkpoint`` exists."""
     out: list[LogFile] = []
+    names: set[str] = set()
     try:
-        with os.scandir(log_dir) as it:
-            for entry in it:
-                if entry.name.startswith(".") or not entry.is_file():
-                    continue
-                parsed = parse_log_file_name(Path(entry.path))
-                if parsed is not None:
-                    out.append(parsed)
+        for entry in storage.list_files(log_dir):
+            names.add(entry.name)
+            parsed = parse_log_file_name(entry.location)
+            if parsed is not None:
+                out.append(parsed)
     except FileNotFoundError:
         raise TableReadError(f"not a Delta table: {log_dir} does not exist") from None
     except NotADirectoryError:
         raise TableReadError(f"not a Delta table: {log_dir} is not a directory") from None
     except OSError as e:
         raise TableReadError(f"cannot list the Delta log {log_dir}: {e}") from e
-    return out
+    return out, frozenset(names)
 
 
-def table_root_path(table_root: str | Path) -> Path:
-    """The table root as an absolute local path; ``file:`` URIs are accepted, other schemes refused.
+def table_root_path(table_root: str | Path | ObjectPath) -> Location:
+    """The table root as an absolute local path or an object-store path.
 
-    Only lexical normalisation is done (no symlink resolution), so the root the caller names is the
-    root the rest of the reader compares against.
+    ``file:`` URIs and plain paths give a local path; ``s3://``/``s3a://``/``s3n://``, ``gs://``,
+    ``abfs[s]://`` and ``wasbs://`` an :class:`~icecompat_writer.storage.ObjectPath`; other schemes are
+    refused. Only lexical normalisation is done (no symlink resolution), so the root the caller names
+    is the root the rest of the reader compares against.
     """
-    if isinstance(table_root, str) and _SCHEME_RE.match(table_root) and not _is_windows_drive(table_root):
-        parts = urlsplit(table_root)
-        if parts.scheme.lower() != "file":
-            raise TableReadError(
-                f"only local tables can be read without Spark; {table_root!r} uses the "
-                f"{parts.scheme!r} scheme"
-            )
-        if parts.netloc not in ("", "localhost"):
-            raise TableReadError(f"file URI with a remote host is not a local path: {table_root!r}")
-        table_root = unquote(parts.path)
-    return Path(os.path.abspath(os.fspath(table_root)))
+    if isinstance(table_root, ObjectPath):
+        return table_root
+    return storage.parse_location(table_root)
 
 
 def _is_windows_drive(text: str) -> bool:
@@ -211,28 +215,41 @@ def decode_uri_path(uri_path: str) -> str:
     return unquote(uri_path) if "%" in uri_path else uri_path
 
 
-def resolve_data_path(table_root: str | Path, add_path: str) -> Path | None:
-    """The local file an AddFile/RemoveFile ``path`` names, or None if it is not inside the table root.
+def resolve_data_path(table_root: str | Path | ObjectPath, add_path: str) -> Location | None:
+    """The file an AddFile/RemoveFile ``path`` names, or None if it is not inside the table root.
 
-    Relative paths are decoded and joined to the root; absolute paths (``/x`` or ``file:`` URIs) are
-    accepted only when they fall under the root. Any other scheme (``s3:``, ``hdfs:``, ...) and any
-    ``..`` that climbs out of the root give None: such a file is reported, never opened. The check is
-    lexical (no symlinks are followed), which is what keeps it cheap for 100,000 files.
+    Relative paths are decoded and joined to the root; absolute paths (``/x``, ``file:`` URIs, or for
+    an object-store table a URI of the same store) are accepted only when they fall under the root.
+    Any other scheme, another bucket or storage account, and any ``..`` that climbs out of the root
+    give None: such a file is reported, never opened. The check is lexical (no symlinks are followed),
+    which is what keeps it cheap for 100,000 files.
     """
-    root = table_root if isinstance(table_root, Path) else table_root_path(table_root)
+    root = table_root if isinstance(table_root, Path | ObjectPath) else table_root_path(table_root)
+    if isinstance(root, ObjectPath):
+        text = resolve_data_path_text(root.uri, add_path)
+        return None if text is None else storage.parse_location(_escape(text))
     resolved = resolve_data_path_text(os.fspath(root), add_path)
     return None if resolved is None else Path(resolved)
 
 
+def _escape(uri_text: str) -> str:
+    """A resolved (decoded) object-store path as a URI ``parse_location`` decodes back to the same key."""
+    return uri_text.replace("%", "%25").replace("?", "%3F").replace("#", "%23")
+
+
 def resolve_data_path_text(root_text: str, add_path: str) -> str | None:
-    """:func:`resolve_data_path` on plain strings (``root_text`` absolute and normalised).
+    """:func:`resolve_data_path` on plain strings (``root_text`` absolute and normalised: a local
+    path, or an object-store URI as ``ObjectPath.uri`` spells it). The result is decoded.
 
     Kept separate because building a ``Path`` per file is the most expensive step of checking
     100,000 AddFiles; the snapshot only needs to know whether each one stays inside the root.
     """
     if not add_path:
         return None
+    remote = root_text[:1] != "/"
     if _SCHEME_RE.match(add_path):
+        if remote:
+            return _remote_absolute(root_text, add_path)
         parts = urlsplit(add_path)
         if parts.scheme.lower() != "file" or parts.netloc not in ("", "localhost"):
             return None
@@ -243,6 +260,9 @@ def resolve_data_path_text(root_text: str, add_path: str) -> str | None:
     if "\x00" in decoded:
         return None
     if decoded.startswith("/"):
+        if remote:
+            # Hadoop resolves a path without a scheme against the table's own store
+            return _remote_absolute(root_text, _store_prefix(root_text) + add_path)
         return _inside(root_text, os.path.normpath(decoded))
     if (
         ".." not in decoded
@@ -253,7 +273,42 @@ def resolve_data_path_text(root_text: str, add_path: str) -> str | None:
     ):
         # Fast path: a plain relative path cannot leave the root.
         return root_text.rstrip("/") + "/" + decoded
+    if remote:
+        if "\\" in decoded:
+            return None
+        prefix = _store_prefix(root_text)
+        root_key = root_text[len(prefix) :]
+        joined = posixpath.normpath(posixpath.join(root_key or "/", decoded))
+        return _inside_remote(root_text, prefix + joined)
     return _inside(root_text, os.path.normpath(os.path.join(root_text, decoded)))
+
+
+def _store_prefix(uri: str) -> str:
+    """``scheme://authority`` of an object-store URI."""
+    scheme_end = uri.index("://") + 3
+    slash = uri.find("/", scheme_end)
+    return uri if slash < 0 else uri[:slash]
+
+
+def _remote_absolute(root_text: str, add_path: str) -> str | None:
+    """An absolute URI in the log of an object-store table: inside the root, same bucket/account only.
+
+    ``s3``, ``s3a`` and ``s3n`` name the same bucket; the result keeps the root's scheme.
+    """
+    try:
+        target = storage.parse_location(add_path)
+        root = storage.parse_location(_escape(root_text))
+    except TableReadError:
+        return None
+    if not isinstance(target, ObjectPath) or not isinstance(root, ObjectPath):
+        return None
+    if not target.is_under(root) or "\x00" in target.key or "\\" in target.key:
+        return None
+    return ObjectPath(root.scheme, root.authority, target.key).uri
+
+
+def _inside_remote(root_text: str, candidate: str) -> str | None:
+    return candidate if candidate.startswith(root_text.rstrip("/") + "/") else None
 
 
 def _inside(root_text: str, candidate: str) -> str | None:

@@ -5,6 +5,9 @@ Actions other than ``add``/``remove`` come back in the JSON shape (``{"txn": {..
 :data:`~.columnar.FILE_ACTIONS_SCHEMA` wherever that is exact, so that replay never builds a Python
 object per file:
 
+Files are read through :mod:`icecompat_writer.storage`, so a log on S3, GCS or Azure reads like a
+local one; local files are opened only when they are regular files (never a named pipe or a device).
+
 * checkpoint Parquet is read with pyarrow, projecting only the action columns replay needs and, inside
   ``add``, only the fields an AddFile has (never ``stats_parsed``/``partitionValues_parsed``, which can
   be wider than everything else together). The ``add`` column is cast to the canonical types; only a
@@ -20,15 +23,21 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from icecompat_writer import storage
+from icecompat_writer.storage import Location
+from icecompat_writer.storage.local import (
+    NotRegularFileError,
+    check_regular_file,
+    file_kind,
+    open_regular_file,
+)
 
 from .columnar import CONTENT_FIELDS, checkpoint_adds, json_file_actions
 from .findings import FindingCode, LogFinding
@@ -92,72 +101,16 @@ class ParquetActions:
     adds: list[pa.RecordBatch | list[dict[str, Any]]] = field(default_factory=list)
 
 
-class NotRegularFileError(OSError):
-    """A log file that is a named pipe, socket, device or directory: it is never read.
-
-    Reading a named pipe blocks until something writes to it (forever, in a table nobody writes), and
-    a device may never end. An ``OSError``, so every caller's handling of an unreadable file applies;
-    ``kind`` says what the file is instead (see :func:`file_kind`).
-    """
-
-    def __init__(self, path: Path, mode: int) -> None:
-        self.kind = file_kind(mode)
-        super().__init__(f"{path} is {self.kind}, not a regular file; it was not opened")
-
-
-def file_kind(mode: int) -> str:
-    """What a file that is not a regular file is, for messages (``st_mode`` of its stat)."""
-    if stat.S_ISFIFO(mode):
-        return "a named pipe"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    return "not a regular file"
-
-
-def open_regular_file(path: Path) -> BinaryIO:
-    """``path`` opened for binary reading, or :class:`NotRegularFileError` when it is not a regular file.
-
-    The file is opened without blocking (opening a named pipe for reading otherwise waits for a
-    writer) and the open descriptor is checked, so a file swapped after the directory was listed
-    cannot slip through either.
-    """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise NotRegularFileError(path, mode)
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def check_regular_file(path: Path) -> None:
-    """:class:`NotRegularFileError` unless ``path`` (links followed) is a regular file.
-
-    For files opened by pyarrow, which takes a path: checked just before, so the window in which the
-    file could be replaced is the time between two system calls.
-    """
-    mode = os.stat(path).st_mode
-    if not stat.S_ISREG(mode):
-        raise NotRegularFileError(path, mode)
-
-
-def iter_json_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+def iter_json_lines(path: Location) -> Iterator[tuple[int, bytes]]:
     """``(line_number, raw_line)`` for every non-blank line, 1-based. Opening errors propagate
     (:class:`NotRegularFileError` for a named pipe, device or directory)."""
-    with open_regular_file(path) as fh:
-        for number, raw in enumerate(fh, start=1):
-            if raw.strip():
-                yield number, raw
+    data = storage.read_bytes(path)
+    for number, raw in enumerate(io.BytesIO(data), start=1):
+        if raw.strip():
+            yield number, raw
 
 
-def read_json_actions(path: Path, display_name: str) -> JsonActions:
+def read_json_actions(path: Location, display_name: str) -> JsonActions:
     """All actions of a JSON commit / compaction / V2 checkpoint file.
 
     A line that is not a JSON object becomes a finding and is skipped: one torn write must not hide
@@ -165,8 +118,7 @@ def read_json_actions(path: Path, display_name: str) -> JsonActions:
     ``OSError`` from opening the file propagates (the caller decides what a missing file means),
     :class:`NotRegularFileError` included.
     """
-    with open_regular_file(path) as fh:
-        data = fh.read()
+    data = storage.read_bytes(path)
     # Lines exactly as iterating the open file gives them (split after b"\n" only).
     lines = [(number, raw) for number, raw in enumerate(io.BytesIO(data), start=1) if raw.strip()]
     routed: list[bytes] = []
@@ -259,7 +211,7 @@ def _read_lines(lines: Iterable[tuple[int, bytes]], display_name: str) -> JsonAc
     return out
 
 
-def read_parquet_actions(path: Path, *, with_adds: bool = True) -> ParquetActions:
+def read_parquet_actions(path: Location, *, with_adds: bool = True) -> ParquetActions:
     """The actions of one checkpoint part, V2 checkpoint or sidecar file.
 
     Raises whatever pyarrow raises for an unreadable file (``OSError``, ``pyarrow.ArrowException``),
@@ -268,8 +220,7 @@ def read_parquet_actions(path: Path, *, with_adds: bool = True) -> ParquetAction
     """
     out = ParquetActions()
     as_dicts = False
-    check_regular_file(path)
-    pf = pq.ParquetFile(path)
+    pf = pq.ParquetFile(storage.parquet_source(path))
     try:
         schema = pf.schema_arrow
         names = set(schema.names)

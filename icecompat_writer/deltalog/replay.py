@@ -29,7 +29,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from icecompat_writer import storage
 from icecompat_writer.errors import TableReadError
+from icecompat_writer.storage import Location
 
 from .actions import Protocol
 from .columnar import FILE_ACTIONS_SCHEMA, line_dv_key, line_rows, only_adds, reconcile
@@ -41,10 +43,10 @@ from .paths import (
     LogFile,
     LogFileKind,
     commit_file_name,
-    list_log_files,
+    list_log_entries,
     resolve_data_path,
 )
-from .readers import open_regular_file, read_json_actions, read_parquet_actions
+from .readers import read_json_actions, read_parquet_actions
 
 __all__ = [
     "CheckpointCandidate",
@@ -76,14 +78,15 @@ class CheckpointCandidate:
 class LogListing:
     """What ``_delta_log`` holds, grouped for segment selection."""
 
-    table_root: Path
-    log_dir: Path
+    table_root: Location
+    log_dir: Location
+    names: frozenset[str] = frozenset()
     commits: dict[int, LogFile] = field(default_factory=dict)
     compactions: dict[int, list[LogFile]] = field(default_factory=dict)
     checkpoints: list[CheckpointCandidate] = field(default_factory=list)
     incomplete_checkpoints: list[tuple[int, int, tuple[int, ...]]] = field(default_factory=list)
 
-    def rel(self, path: Path) -> str:
+    def rel(self, path: Location) -> str:
         """``path`` relative to the table root, for findings."""
         try:
             return path.relative_to(self.table_root).as_posix()
@@ -105,12 +108,13 @@ class LogListing:
         return any(c.end_version == version for cs in self.compactions.values() for c in cs)
 
 
-def list_log(table_root: Path) -> LogListing:
-    """List and classify ``<table_root>/_delta_log``; TableReadError when there is no log."""
+def list_log(table_root: Location) -> LogListing:
+    """List and classify ``<table_root>/_delta_log`` (one listing); TableReadError when there is no log."""
     log_dir = table_root / DELTA_LOG_DIR
-    listing = LogListing(table_root=table_root, log_dir=log_dir)
+    files, names = list_log_entries(log_dir)
+    listing = LogListing(table_root=table_root, log_dir=log_dir, names=names)
     parts: dict[tuple[int, int], dict[int, LogFile]] = {}
-    for lf in list_log_files(log_dir):
+    for lf in files:
         if lf.kind is LogFileKind.COMMIT:
             listing.commits[lf.version] = lf
         elif lf.kind is LogFileKind.COMPACTION:
@@ -669,9 +673,10 @@ def _check_last_checkpoint(listing: LogListing, findings: list[LogFinding]) -> N
     """Verify the ``_last_checkpoint`` hint against the listing; a wrong hint is only a finding."""
     path = listing.log_dir / LAST_CHECKPOINT_FILE
     display = listing.rel(path)
+    if not isinstance(path, Path) and LAST_CHECKPOINT_FILE not in listing.names:
+        return  # the listing says it is not there: no request for it
     try:
-        with open_regular_file(path) as fh:  # a named pipe here would block the reader forever
-            text = fh.read()
+        text = storage.read_bytes(path)  # local: a named pipe here would block the reader forever
     except FileNotFoundError:
         return
     except OSError as e:

@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from icecompat_writer.errors import TableReadError
+from icecompat_writer.storage import Location
 
 from .actions import Metadata, Protocol, TableState
 from .columnar import LiveFiles, build_live_files
@@ -51,7 +52,7 @@ class Snapshot:
     version 0). ``findings`` lists the problems the reader met and survived.
     """
 
-    table_root: Path
+    table_root: Location
     version: int
     protocol: Protocol
     metadata: Metadata
@@ -73,8 +74,8 @@ class Snapshot:
         """Protocol and metadata as the planner and the rules take them."""
         return TableState(protocol=self.protocol, metadata=self.metadata, version=self.version)
 
-    def data_path(self, add_file: AddFile) -> Path | None:
-        """The local file of ``add_file``, None when its path leaves the table root."""
+    def data_path(self, add_file: AddFile) -> Location | None:
+        """The file of ``add_file`` (local or object store), None when its path leaves the table root."""
         return resolve_data_path(self.table_root, add_file.path)
 
     def findings_of(self, code: FindingCode) -> list[LogFinding]:
@@ -153,7 +154,7 @@ def read_commit(table_root: str | Path, version: int) -> list[dict[str, Any]]:
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
         raise TableReadError(f"invalid table version {version!r}")
     log_dir = root / DELTA_LOG_DIR
-    if not log_dir.is_dir():
+    if isinstance(log_dir, Path) and not log_dir.is_dir():
         raise TableReadError(f"not a Delta table: {log_dir} does not exist")
     path = log_dir / commit_file_name(version)
     out: list[dict[str, Any]] = []

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from icecompat_writer import storage
 from icecompat_writer.deltalog import list_versions, read_commit, read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import TableReadError
+from icecompat_writer.storage import Location
 
 __all__ = ["Commit", "DeltaState", "commit_versions", "iter_commits", "load_commit", "state_at"]
 
@@ -48,7 +49,7 @@ class DeltaState:
     adds: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def commit_versions(root: Path) -> list[int]:
+def commit_versions(root: Location) -> list[int]:
     """Versions with a commit file, ascending; TableReadError when there are none."""
     versions = list_versions(root)
     if not versions:
@@ -56,7 +57,7 @@ def commit_versions(root: Path) -> list[int]:
     return versions
 
 
-def load_commit(root: Path, version: int) -> Commit:
+def load_commit(root: Location, version: int) -> Commit:
     """One commit with its timestamp (in-commit timestamp, else commitInfo.timestamp, else file time)."""
     actions: list[tuple[str, dict[str, Any]]] = []
     for line in read_commit(root, version):
@@ -64,19 +65,18 @@ def load_commit(root: Path, version: int) -> Commit:
     info = next((obj for k, obj in actions if k == "commitInfo"), {})
     ts = info.get("inCommitTimestamp", info.get("timestamp"))
     if isinstance(ts, bool) or not isinstance(ts, int):
-        path = root / "_delta_log" / f"{version:020d}.json"
-        ts = int(path.stat().st_mtime * 1000)
+        ts = storage.mtime_ms(root / "_delta_log" / f"{version:020d}.json")
     op = info.get("operation")
     return Commit(version, int(ts), None if op is None else str(op), tuple(actions))
 
 
-def iter_commits(root: Path, start: int, end: int) -> Iterator[Commit]:
+def iter_commits(root: Location, start: int, end: int) -> Iterator[Commit]:
     """Commits ``start..end`` inclusive, in order (TableReadError if one is missing)."""
     for version in range(start, end + 1):
         yield load_commit(root, version)
 
 
-def state_at(root: Path, version: int) -> DeltaState:
+def state_at(root: Location, version: int) -> DeltaState:
     """The reconciled table state at ``version`` (checkpoints are used where the log has them)."""
     snap = read_snapshot(root, version)
     return DeltaState(

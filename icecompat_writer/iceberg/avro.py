@@ -8,15 +8,17 @@ readers look records up by name. Encoding is fastavro's; nothing here writes Avr
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, cast
 
 import fastavro
 
+from icecompat_writer import storage
 from icecompat_writer.schema import iceberg_decimal_params
+from icecompat_writer.storage import Location
 
 __all__ = [
     "CODEC",
@@ -245,17 +247,20 @@ def data_file_record(
 
 
 def _write(
-    path: Path, schema: dict[str, Any], records: Iterable[Mapping[str, Any]], meta: Mapping[str, str]
+    path: Location, schema: dict[str, Any], records: Iterable[Mapping[str, Any]], meta: Mapping[str, str]
 ) -> int:
     """Write an Avro file (schema ids kept as attributes) and return its length in bytes."""
     parsed = fastavro.parse_schema(schema)
-    with open(path, "xb") as fh:
-        fastavro.writer(fh, parsed, list(records), metadata=dict(meta), codec=CODEC)
-    return path.stat().st_size
+    buf = io.BytesIO()
+    fastavro.writer(buf, parsed, list(records), metadata=dict(meta), codec=CODEC)
+    data = buf.getvalue()
+    if not storage.create_if_absent(path, data):  # names carry a run id: an existing one is a bug
+        raise FileExistsError(17, f"{path} exists", str(path))
+    return len(data)
 
 
 def write_manifest(
-    path: Path,
+    path: Location,
     entries: Sequence[Mapping[str, Any]],
     *,
     partition: Sequence[PartitionField],
@@ -286,7 +291,7 @@ def write_manifest(
 
 
 def write_manifest_list(
-    path: Path,
+    path: Location,
     manifests: Sequence[Mapping[str, Any]],
     *,
     snapshot_id: int,
@@ -313,9 +318,8 @@ def write_manifest_list(
     return _write(path, manifest_file_schema(format_version), records, meta)
 
 
-def read_avro(path: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def read_avro(path: Location) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """All records of an Avro file and its key/value metadata (logical types converted by fastavro)."""
-    with open(path, "rb") as fh:
-        reader = fastavro.reader(fh)
-        meta = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in reader.metadata.items()}
-        return [dict(cast(Mapping[str, Any], r)) for r in reader], meta
+    reader = fastavro.reader(io.BytesIO(storage.read_bytes(path)))
+    meta = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in reader.metadata.items()}
+    return [dict(cast(Mapping[str, Any], r)) for r in reader], meta

@@ -25,7 +25,9 @@ EXIT_ERROR = 2
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of the ``iceberg`` subcommand."""
     parser.add_argument(
-        "table_path", metavar="TABLE_PATH", help="root of the Delta table (local path or file: URI)"
+        "table_path",
+        metavar="TABLE_PATH",
+        help="root of the Delta table: local path, file: URI or s3a://, gs://, abfss:// URI",
     )
     parser.add_argument(
         "--format-version",

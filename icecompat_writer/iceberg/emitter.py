@@ -27,12 +27,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from icecompat_writer.checking.footers import file_facts
+from icecompat_writer import storage
+from icecompat_writer.checking.footers import file_facts, read_object_footer
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
 from icecompat_writer.errors import CompatViolation, ConcurrentWriteError, TableReadError, Violation
 from icecompat_writer.schema import iceberg_decimal_params
+from icecompat_writer.storage import Location, ObjectPath
 
 from . import _delta
 from .avro import PartitionField, avro_name, data_file_record, read_avro, write_manifest, write_manifest_list
@@ -88,8 +90,8 @@ class IcebergResult:
     ``snapshots`` is empty and ``metadata_path`` is the existing current metadata file.
     """
 
-    table_root: Path
-    metadata_path: Path
+    table_root: Location
+    metadata_path: Location
     metadata_version: int
     format_version: int
     delta_version: int
@@ -142,27 +144,40 @@ class _NewFile:
     row_commit_version: int | None
 
 
-def _uri(path: Path) -> str:
-    """A fully qualified ``file:`` location (Iceberg v2/v3 need the scheme), not percent-encoded."""
-    return "file://" + os.fspath(path)
+def _uri(path: Location) -> str:
+    """A fully qualified location (Iceberg v2/v3 need the scheme), not percent-encoded: ``file://``
+    locally, ``s3://`` for an ``s3a``/``s3n`` table (what Iceberg readers expect), else the table's."""
+    return storage.iceberg_uri(path)
 
 
-def _local(uri: str) -> Path:
-    """The local path of a ``file:`` location written by :func:`_uri` (no percent-decoding, as written)."""
-    if uri.startswith("file://"):
-        return Path(uri[len("file://") :])
-    if uri.startswith("file:"):
-        return Path(uri[len("file:") :])
-    if "://" in uri:
-        raise TableReadError(f"cannot read {uri}: only local (file:) metadata is supported")
-    return Path(uri)
+def _local(uri: str, root: Location) -> Location:
+    """The location of a file named in metadata written by :func:`_uri` (no percent-decoding, as written).
+
+    On an object store the URI must name the table's own bucket (container); ``s3://`` is read back
+    through the table's own scheme (``s3a``), so the same credentials apply.
+    """
+    if isinstance(root, Path):
+        if uri.startswith("file://"):
+            return Path(uri[len("file://") :])
+        if uri.startswith("file:"):
+            return Path(uri[len("file:") :])
+        if "://" in uri:
+            raise TableReadError(f"cannot read {uri}: the table is local, the metadata names another store")
+        return Path(uri)
+    try:
+        loc = storage.parse_location(uri.replace("%", "%25"))
+    except TableReadError:
+        loc = None
+    if not isinstance(loc, ObjectPath) or (loc.family, loc.authority) != (root.family, root.authority):
+        raise TableReadError(f"cannot read {uri}: it is not in the table's bucket ({root})")
+    return ObjectPath(root.scheme, root.authority, loc.key)
 
 
 def _inside(path: str, real_root: str) -> bool:
     return path.startswith(real_root.rstrip("/") + "/")
 
 
-def _data_path_outside(root: Path, real_root: str, delta_path: str) -> str | None:
+def _data_path_outside(root: Location, real_root: str, delta_path: str) -> str | None:
     """Why a data file's path leaves the table root (lexically, or through a symbolic link), else None.
 
     The emitter never opens such a file, and never lets Iceberg metadata point at it: an Iceberg reader
@@ -171,6 +186,8 @@ def _data_path_outside(root: Path, real_root: str, delta_path: str) -> str | Non
     local = resolve_data_path(root, delta_path)
     if local is None:
         return "resolves outside the table root"
+    if not isinstance(local, Path):
+        return None  # an object store has no links: the lexical check is the whole check
     real = os.path.realpath(local)
     if not _inside(real, real_root):
         return f"is a symbolic link (or lies under one) leading outside the table root, to {real}"
@@ -187,13 +204,29 @@ def _outside_violation(delta_path: str, reason: str) -> Violation:
     )
 
 
-def _owned(root: Path, path: Path, what: str) -> Path:
+def _owned(root: Location, path: Location, what: str) -> Location:
     """``path`` when it (symbolic links resolved) is inside ``root/metadata``; refused otherwise.
 
     The emitter reads and writes nothing but its own tree: a ``metadata`` directory that is a link to
     another place, or metadata naming files elsewhere, would make it read or write outside the table.
     """
     meta_dir = root / METADATA_DIR
+    if isinstance(path, ObjectPath) and isinstance(meta_dir, ObjectPath):
+        if path.is_under(meta_dir):
+            return path
+        raise CompatViolation(
+            [
+                violation(
+                    "ICEBERG-EMIT-OUTSIDE-ROOT",
+                    "",
+                    f"{what} {path} is outside the table's {METADATA_DIR}/ prefix; nothing was read or "
+                    "written there",
+                    f"keep the Iceberg tree in {meta_dir}",
+                    observed=str(path),
+                )
+            ]
+        )
+    assert isinstance(path, Path) and isinstance(meta_dir, Path)
     meta_real = os.path.realpath(meta_dir)
     real = os.path.realpath(path)
     if not _inside(meta_real, os.path.realpath(root)):
@@ -267,9 +300,11 @@ def _summaries(entries: Iterable[_Entry], fields: Sequence[PartitionField]) -> l
 class _Emitter:
     """Builds snapshots onto one table metadata document, then commits it as the next version."""
 
-    def __init__(self, root: Path, format_version: int, meta: dict[str, Any], delta_table_id: str) -> None:
+    def __init__(
+        self, root: Location, format_version: int, meta: dict[str, Any], delta_table_id: str
+    ) -> None:
         self.root = root
-        self.real_root = os.path.realpath(root)
+        self.real_root = os.path.realpath(root) if isinstance(root, Path) else root.uri
         self.root_uri = _uri(root)
         self.meta_dir = root / METADATA_DIR
         self.fv = format_version
@@ -277,7 +312,7 @@ class _Emitter:
         self.delta_table_id = delta_table_id
         self.run_id = uuid.uuid4().hex
         self.manifest_counter = 0
-        self.written: list[Path] = []
+        self.written: list[Location] = []
         self.manifests: list[_Manifest] = []
         self.live: dict[str, _Manifest] = {}
         self.live_sizes: dict[str, tuple[int, int]] = {}
@@ -292,7 +327,7 @@ class _Emitter:
     # -- table-level state ---------------------------------------------------------------------
 
     @classmethod
-    def fresh(cls, root: Path, format_version: int, metadata: Metadata) -> _Emitter:
+    def fresh(cls, root: Location, format_version: int, metadata: Metadata) -> _Emitter:
         """An empty v2/v3 table document; the Delta table id doubles as the Iceberg table uuid."""
         table_uuid = metadata.id
         try:
@@ -420,7 +455,7 @@ class _Emitter:
         snap = next((s for s in self.meta["snapshots"] if s["snapshot-id"] == current), None)
         if snap is None:
             raise TableReadError(f"current snapshot {current} is not in the table metadata")
-        records, _ = read_avro(_owned(self.root, _local(snap["manifest-list"]), "manifest list"))
+        records, _ = read_avro(_owned(self.root, _local(snap["manifest-list"], self.root), "manifest list"))
         self.manifests = [_Manifest(dict(r)) for r in records]
         for m in self.manifests:
             for e in self._entries(m):
@@ -436,7 +471,7 @@ class _Emitter:
         """Entries of a manifest, inherited snapshot ids, sequence numbers and first row ids resolved."""
         if m.entries is not None:
             return m.entries
-        records, _ = read_avro(_owned(self.root, _local(m.uri), "manifest"))
+        records, _ = read_avro(_owned(self.root, _local(m.uri, self.root), "manifest"))
         types = {
             avro_name(p.name): p.result_type
             for p in self._partition_fields(int(m.record["partition_spec_id"]))
@@ -480,6 +515,11 @@ class _Emitter:
 
     def _file_uri(self, delta_path: str) -> str:
         """Iceberg's fully qualified location for a Delta path (relative paths are URI-encoded in the log)."""
+        if isinstance(self.root, ObjectPath):
+            target = resolve_data_path(self.root, delta_path)  # inside the root: checked before
+            if target is None:
+                raise TableReadError(f"data file {delta_path} resolves outside the table root")
+            return storage.iceberg_uri(target)
         parts = urlsplit(delta_path)
         if parts.scheme and len(parts.scheme) > 1:
             if parts.scheme == "file":
@@ -498,10 +538,15 @@ class _Emitter:
         local = resolve_data_path(self.root, str(add["path"]))
         if local is None or _data_path_outside(self.root, self.real_root, str(add["path"])) is not None:
             return None
+        if isinstance(local, ObjectPath):
+            try:
+                return read_object_footer(local)[0].num_rows
+            except TableReadError:
+                return None
         try:
             import pyarrow.parquet as pq
 
-            return int(pq.read_metadata(local).num_rows)
+            return int(pq.read_metadata(storage.parquet_source(local)).num_rows)
         except (OSError, ValueError):
             return None
 
@@ -599,7 +644,7 @@ class _Emitter:
 
     # -- manifests -------------------------------------------------------------------------------
 
-    def _manifest_path(self) -> Path:
+    def _manifest_path(self) -> Location:
         """A fresh manifest file name; the run id keeps concurrent or failed runs from colliding."""
         self.manifest_counter += 1
         return self.meta_dir / f"{self.run_id}-m{self.manifest_counter}.avro"
@@ -886,8 +931,13 @@ class _Emitter:
 
     # -- commit ----------------------------------------------------------------------------------
 
-    def commit(self, previous: tuple[int, Path] | None) -> tuple[int, Path]:
-        """Write ``v<N+1>.metadata.json`` (create-if-absent) and the version hint."""
+    def commit(self, previous: tuple[int, Location] | None) -> tuple[int, Location]:
+        """Write ``v<N+1>.metadata.json`` (create-if-absent) and the version hint.
+
+        The create fails when the name exists, on every store (a local ``link``, S3
+        ``If-None-Match: *``, GCS ``ifGenerationMatch=0``, Azure ``If-None-Match: *``): of two runs
+        racing for one version exactly one commits, the other raises ConcurrentWriteError.
+        """
         version = 1 if previous is None else previous[0] + 1
         last_ts = max((int(s["timestamp-ms"]) for s in self.meta["snapshots"]), default=0)
         now = int(time.time() * 1000)
@@ -897,37 +947,31 @@ class _Emitter:
             )
         self.meta["last-updated-ms"] = max(now, last_ts, int(self.meta["last-updated-ms"]))
         target = self.meta_dir / f"v{version}.metadata.json"
-        tmp = self.meta_dir / f"{self.run_id}.metadata.json.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(self.meta, fh, indent=2)
-        try:
-            os.link(tmp, target)
-        except FileExistsError:
+        if not storage.create_if_absent(target, json.dumps(self.meta, indent=2).encode("utf-8")):
             raise ConcurrentWriteError(
                 f"{target} appeared while converting: another conversion committed first; run it again"
-            ) from None
-        finally:
-            tmp.unlink(missing_ok=True)
-        hint_tmp = self.meta_dir / f"{self.run_id}.version-hint.tmp"
-        hint_tmp.write_text(str(version), encoding="utf-8")
-        os.replace(hint_tmp, self.meta_dir / VERSION_HINT)
+            )
+        storage.write_bytes(self.meta_dir / VERSION_HINT, str(version).encode("utf-8"))
         return version, target
 
     def discard(self) -> None:
         """Remove the Avro files of a run that did not commit (they are referenced by nothing)."""
-        for p in self.written:
-            p.unlink(missing_ok=True)
+        storage.delete_files(self.written)
 
 
 # ---------------------------------------------------------------------------------------------------
 
 
-def _existing_metadata(meta_dir: Path) -> tuple[int, Path] | None:
-    """The highest ``v<N>.metadata.json`` in ``metadata/`` (the hint file may lag behind)."""
-    if not meta_dir.is_dir():
+def _existing_metadata(meta_dir: Location) -> tuple[int, Location] | None:
+    """The highest ``v<N>.metadata.json`` in ``metadata/`` (the hint file may lag behind): one listing."""
+    if isinstance(meta_dir, Path) and not meta_dir.is_dir():
         return None
-    best: tuple[int, Path] | None = None
-    for p in meta_dir.iterdir():
+    try:
+        listed = [e.location for e in storage.list_files(meta_dir)]
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    best: tuple[int, Location] | None = None
+    for p in listed:
         name = p.name
         if name.startswith("v") and name.endswith(".metadata.json") and name[1:-14].isdigit():
             n = int(name[1:-14])
@@ -936,7 +980,7 @@ def _existing_metadata(meta_dir: Path) -> tuple[int, Path] | None:
     return best
 
 
-def _gate(root: Path, version: int, format_version: int) -> None:
+def _gate(root: Location, version: int, format_version: int) -> None:
     """Refuse a table whose version ``version`` breaks the catalog rules it is held to, or the emitter's.
 
     This is where the live data files are checked (their footers read: field ids, INT64 timestamps,
@@ -944,19 +988,25 @@ def _gate(root: Path, version: int, format_version: int) -> None:
     the emitter never writes Iceberg metadata for a table the checker calls non-compliant.
     """
     snap = read_snapshot(root, version)
-    real_root = os.path.realpath(snap.table_root)
+    real_root = os.path.realpath(snap.table_root) if isinstance(snap.table_root, Path) else ""
     outside: list[Violation] = []
     facts = []
+    if isinstance(snap.table_root, ObjectPath):
+        # one listing of the table, then one ranged read per footer in a bounded pool (the checker's path)
+        from icecompat_writer.checking.check import snapshot_facts
+
+        facts = list(snapshot_facts(snap, files="all", every_file=True).facts)
     for add in snap.add_files:
         reason = _data_path_outside(snap.table_root, real_root, add.path)
         if reason is not None:
             outside.append(_outside_violation(add.path, reason))
-        facts.append(file_facts(snap.table_root, add, read_footer=reason is None))
+        if not isinstance(snap.table_root, ObjectPath):
+            facts.append(file_facts(snap.table_root, add, read_footer=reason is None))
     _, problems = table_violations(snap.protocol, snap.metadata, format_version, facts)
     _refuse([*outside, *problems], _context(version, snap.metadata))
 
 
-def _first_version(root: Path, latest: int, fv_request: int | None) -> tuple[int, _delta.DeltaState, int]:
+def _first_version(root: Location, latest: int, fv_request: int | None) -> tuple[int, _delta.DeltaState, int]:
     """Where a first conversion starts: the oldest version from which every later one is convertible.
 
     A table that became compliant at some version (column mapping and IcebergCompat enabled later) is
@@ -1021,7 +1071,7 @@ def write_iceberg_metadata(
     versions = _delta.commit_versions(root)
     latest = versions[-1]
     meta_dir = root / METADATA_DIR
-    if meta_dir.is_symlink() or meta_dir.exists():
+    if isinstance(meta_dir, Path) and (meta_dir.is_symlink() or meta_dir.exists()):
         _owned(root, meta_dir / VERSION_HINT, "the version hint")
     previous = _existing_metadata(meta_dir)
     if previous is not None:
@@ -1032,8 +1082,9 @@ def write_iceberg_metadata(
         emitter = _Emitter.fresh(root, fv, state.metadata)
         first_commit = _delta.load_commit(root, start)
         emitter.set_delta_state(state.protocol, state.metadata, start)
-        created_dir = not meta_dir.exists()
-        meta_dir.mkdir(exist_ok=True)
+        created_dir = isinstance(meta_dir, Path) and not meta_dir.exists()
+        if isinstance(meta_dir, Path):
+            meta_dir.mkdir(exist_ok=True)
         try:
             emitter.add_snapshot(
                 start, first_commit.timestamp_ms, first_commit.operation, (), list(state.adds.values()), True
@@ -1042,12 +1093,12 @@ def write_iceberg_metadata(
             number, path = emitter.commit(None)
         except BaseException:
             emitter.discard()
-            if created_dir and not any(meta_dir.iterdir()):
+            if created_dir and isinstance(meta_dir, Path) and not any(meta_dir.iterdir()):
                 meta_dir.rmdir()
             raise
         return _result(root, emitter, number, path, latest)
 
-    meta = json.loads(previous[1].read_text(encoding="utf-8"))
+    meta = json.loads(storage.read_bytes(previous[1]).decode("utf-8"))
     props = meta.get("properties") or {}
     converted = props.get(PROP_DELTA_VERSION)
     state = _delta.state_at(root, latest)
@@ -1116,7 +1167,7 @@ def write_iceberg_metadata(
 
 
 def _convert_commits(
-    emitter: _Emitter, root: Path, start: int, end: int, protocol: Protocol, metadata: Metadata
+    emitter: _Emitter, root: Location, start: int, end: int, protocol: Protocol, metadata: Metadata
 ) -> None:
     """One snapshot per commit ``start..end``; protocol/metadata changes are checked as they come."""
     for commit in _delta.iter_commits(root, start, end):
@@ -1139,7 +1190,7 @@ def _convert_commits(
         )
 
 
-def _result(root: Path, emitter: _Emitter, number: int, path: Path, latest: int) -> IcebergResult:
+def _result(root: Location, emitter: _Emitter, number: int, path: Location, latest: int) -> IcebergResult:
     """The public result of a run that committed."""
     return IcebergResult(
         table_root=root,

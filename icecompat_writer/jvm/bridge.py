@@ -8,7 +8,7 @@ no caller ever sees a raw ``Py4JJavaError``.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from py4j.protocol import Py4JError, Py4JJavaError
@@ -281,3 +281,36 @@ def default_table_location(spark: SparkSession, table: tuple[str, ...]) -> str:
     if str(uri.getScheme() or "file") == "file":
         return str(uri.getPath())  # decoded: a local path, not a %-escaped URI
     return str(uri.toString())
+
+
+def hadoop_conf_values(spark: SparkSession, keys: Sequence[str]) -> dict[str, str]:
+    """The values the session's Hadoop configuration holds for ``keys`` (unset keys are left out).
+
+    The configuration is the one Delta and the filesystem connectors use for this session
+    (``sessionState.newHadoopConf()``: ``spark.hadoop.*`` settings and SQL-level overrides applied),
+    so the storage layer reaches a bucket with exactly the credentials and endpoint Spark uses.
+    Values are expanded (``${var}``) as Hadoop expands them.
+    """
+    conf = call(lambda: spark._jsparkSession.sessionState().newHadoopConf())
+    out: dict[str, str] = {}
+    for key in keys:
+        value = call(lambda k=key: conf.get(k))
+        if value is not None:
+            out[key] = str(value)
+    return out
+
+
+def driver_session() -> SparkSession | None:
+    """The running classic session of this driver, from any Python thread; None without one.
+
+    ``SparkSession.getActiveSession()`` asks the JVM for the session of the calling thread, and a
+    Python pool thread (footer reads) talks to the JVM through a thread that has none; the driver's
+    default session (what ``builder.getOrCreate()`` would return, cleared by ``stop()``) is the answer
+    there. Nothing is started.
+    """
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        spark = SparkSession._instantiatedSession
+    return spark

@@ -7,7 +7,7 @@ transaction (their rows read through Delta, written under the planned metadata, 
 -> verify every new file's footer and row count -> commit metadata, protocol, adds and removes
 together, or delete exactly the files this attempt wrote. A table that already complies commits
 nothing, so running an upgrade twice changes the table once. A lost race is re-planned from the newer
-snapshot (bounded), as compat_write does.
+snapshot (bounded); the loop is the one compat_write runs (:mod:`icecompat_writer.writing.transaction`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from icecompat_writer.errors import CompatViolation, ConcurrentWriteError, IcecompatError, TableReadError
+from icecompat_writer.errors import CompatViolation, IcecompatError, TableReadError
 from icecompat_writer.upgrading.plan import FileRewrite, UpgradePlan, plan_upgrade
 
 if TYPE_CHECKING:
@@ -31,7 +31,6 @@ __all__ = ["UpgradeResult", "upgrade_table"]
 
 log = logging.getLogger(__name__)
 
-MAX_ATTEMPTS = 5
 JSON_FORMAT = "icecompat-upgrade/1"
 """Identifies the shape of :meth:`UpgradeResult.to_json`."""
 
@@ -192,11 +191,12 @@ def _violation_json(v: Violation) -> dict[str, Any]:
 
 
 def _location(path: str | Path) -> str:
-    """A local table path made absolute (the JVM and the log reader then agree on the table)."""
-    text = os.fspath(path)
-    if "://" in text or text.startswith("file:"):
-        text = text.removeprefix("file://").removeprefix("file:")
-    return os.path.abspath(text)
+    """The table's location as the JVM and the log reader both take it: a local path made absolute
+    (``file:`` URIs too), an object-store URI (``s3a://bucket/t``) as the user wrote it."""
+    from icecompat_writer import storage
+
+    loc = storage.parse_location(os.fspath(path))
+    return os.fspath(loc) if isinstance(loc, Path) else loc.uri
 
 
 def upgrade_table(
@@ -215,10 +215,9 @@ def upgrade_table(
     readers or the table cannot be read whole, :class:`TableReadError` when there is no table.
     """
     from icecompat_writer.checking.footers import file_facts
-    from icecompat_writer.deltalog import AddFile
     from icecompat_writer.jvm import bridge
     from icecompat_writer.planning import get_profile, validate
-    from icecompat_writer.writing.api import _landed
+    from icecompat_writer.writing import transaction
 
     location = _location(path)
     prof = get_profile(profile)
@@ -229,20 +228,14 @@ def upgrade_table(
     if prof.name.startswith("writer-"):
         bridge.activate_writer_features(spark)
 
-    for attempt in range(1, MAX_ATTEMPTS + 1):
-        pending = bridge.PendingWrite(spark, location)
-        read_version = pending.read_version
+    def attempt_upgrade(t: transaction.Attempt) -> UpgradeResult:
+        pending = t.pending
+        read_version = t.read_version
         if read_version < 0:
-            pending.abort()
             raise TableReadError(f"there is no Delta table at {location}")
-        try:
-            p = plan_upgrade(location, prof.name, version=read_version)
-        except IcecompatError:
-            pending.abort()
-            raise
+        p = plan_upgrade(location, prof.name, version=read_version)
         if not p.needed:
-            pending.abort()
-            return UpgradeResult.from_plan(p, dry_run=False, attempts=attempt)
+            return UpgradeResult.from_plan(p, dry_run=False, attempts=t.number)
 
         request = {
             "protocol": p.planned.protocol.to_json(),
@@ -252,18 +245,15 @@ def upgrade_table(
             "rewrite": [f.path for f in p.rewrite],
             "recommit": list(p.recommit),
         }
-        try:
-            added, removed, recommitted = pending.rewrite(request)
-        except IcecompatError:
-            pending.abort()
-            raise
-        adds = [AddFile.from_json(a) for a in added]
+        added, removed, recommitted = pending.rewrite(request)
+        adds = t.track(added)
         rows = sum(a.num_records or 0 for a in adds)
+        # read inside the attempt: an error here aborts it like a refusal (no orphan files)
         facts = [file_facts(location, a) for a in adds]
         problems = validate(prof, p.planned.metadata, p.planned.protocol, p.rules_state(), files=facts)
         expected_rows = None if any(f.rows is None for f in p.rewrite) else p.rows
         if problems or (expected_rows is not None and rows != expected_rows):
-            deleted = pending.abort()
+            deleted = t.abort()
             log.warning("upgrade of %s refused after writing: removed %d new file(s)", location, deleted)
             if problems:
                 raise CompatViolation(
@@ -274,33 +264,18 @@ def upgrade_table(
                 f"originals hold {expected_rows}; nothing committed"
             )
         if removed != len(p.rewrite) or recommitted != len(p.recommit):  # pragma: no cover - shim bug
-            pending.abort()
             raise IcecompatError(
                 f"the shim removed {removed} and re-added {recommitted} file(s) where the plan has "
                 f"{len(p.rewrite)} and {len(p.recommit)}; nothing committed"
             )
-        try:
-            version = pending.commit_upgrade(p.properties_changed())
-        except ConcurrentWriteError as err:
-            pending.abort()
-            log.info("upgrade attempt %d of %s lost a race (%s); re-planning", attempt, location, err)
-            if attempt == MAX_ATTEMPTS:
-                raise
-            continue
-        except IcecompatError:
-            landed = _landed(location, read_version, {a.path for a in adds})
-            if landed is None:
-                pending.abort()
-                raise
-            version = landed
+        version = t.commit(lambda: pending.commit_upgrade(p.properties_changed()))
         return UpgradeResult.from_plan(
             p,
             dry_run=False,
             version=version,
             added=tuple(a.path for a in adds),
             rows=rows,
-            attempts=attempt,
+            attempts=t.number,
         )
-    raise ConcurrentWriteError(  # pragma: no cover - the loop returns or raises
-        f"gave up upgrading {location} after {MAX_ATTEMPTS} attempts"
-    )
+
+    return transaction.run(spark, location, attempt_upgrade)

@@ -23,6 +23,7 @@ fix, such as a type or a table feature the profile forbids) or from the upgrade 
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,10 +145,13 @@ class UpgradePlan:
 
 def iceberg_metadata_files(table_root: str | Path) -> list[str]:
     """Iceberg metadata already written for the table (``metadata/*.metadata.json``), names only."""
-    folder = Path(str(table_root).removeprefix("file:")) / "metadata"
-    if not folder.is_dir():
+    from icecompat_writer import storage
+
+    folder = storage.parse_location(os.fspath(table_root)) / "metadata"
+    try:
+        return sorted(e.name for e in storage.list_files(folder) if e.name.endswith(".metadata.json"))
+    except (FileNotFoundError, NotADirectoryError):
         return []
-    return sorted(p.name for p in folder.glob("*.metadata.json"))
 
 
 def plan_upgrade(table: str | Path, profile: str, *, version: int | None = None) -> UpgradePlan:

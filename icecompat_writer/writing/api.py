@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
 from icecompat_writer.errors import (
     CompatViolation,
-    ConcurrentWriteError,
     IcecompatError,
     TableExistsError,
     TableNotFoundError,
 )
+from icecompat_writer.writing import transaction
 from icecompat_writer.writing.compose import (
     OVERWRITE_MODES,
     REPLACE_MODES,
@@ -61,7 +60,7 @@ MODES = frozenset(
         "create_or_replace",
     }
 )
-MAX_ATTEMPTS = 5
+MAX_ATTEMPTS = transaction.MAX_ATTEMPTS
 _CATALOG_NAME = re.compile(r"[A-Za-z0-9_]+")  # what Spark's session catalog accepts for a new table
 
 
@@ -200,82 +199,6 @@ def _align_by_position(df: DataFrame, previous: TableState) -> DataFrame:
     return df.toDF(*names)
 
 
-def _landed(location: str, after_version: int, added_paths: set[str]) -> int | None:
-    """The version that holds this write's files, if an earlier commit of it did land."""
-    from icecompat_writer.deltalog.snapshot import list_versions, read_commit
-
-    try:
-        versions = [v for v in list_versions(location) if v > after_version]
-    except IcecompatError:
-        return None
-    for v in versions:
-        paths = {a["add"]["path"] for a in read_commit(location, v) if "add" in a}
-        if added_paths and added_paths <= paths:
-            return v
-    return None
-
-
-def _missing_ancestor(location: str) -> Path | None:
-    """The outermost directory of a local ``location`` that does not exist yet (None: it exists, or
-    the location is not local). A refused write removes it again when it holds no file."""
-    from icecompat_writer.deltalog.paths import table_root_path
-
-    try:
-        root = table_root_path(location)
-    except IcecompatError:
-        return None
-    if root.exists():
-        return None
-    missing = root
-    while not missing.parent.exists() and missing.parent != missing:
-        missing = missing.parent
-    return missing
-
-
-def _remove_empty_dirs(location: str, added_paths: Sequence[str], created: Path | None) -> None:
-    """After an abort: remove the directories the refused write made and left empty.
-
-    Deleting a write's data files leaves the directories they were written to (random prefixes,
-    partition directories), and for a new table the table directory itself. Only empty directories
-    are removed (``rmdir`` refuses any other), walking up from each file's directory to the table root;
-    the root and the directories above it only when this write created them.
-    """
-    from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
-
-    try:
-        root = table_root_path(location)
-    except IcecompatError:
-        return
-    dirs: set[Path] = set()
-    for p in added_paths:
-        local = resolve_data_path(root, p)
-        if local is None:
-            continue
-        d = local.parent
-        while d != root and root in d.parents:
-            dirs.add(d)
-            d = d.parent
-    if created is not None and root.is_dir() and not (root / "_delta_log").exists():
-        # a new table that no other writer has committed to meanwhile: every directory is this write's
-        for current, subdirs, _files in os.walk(root):
-            dirs.update(Path(current) / s for s in subdirs)
-    for d in sorted(dirs, key=lambda d: len(d.parts), reverse=True):
-        try:
-            d.rmdir()
-        except OSError:
-            pass  # not empty (another write's files), or already gone
-    if created is not None:
-        d = root
-        while True:
-            try:
-                d.rmdir()
-            except OSError:
-                break
-            if d == created:
-                break
-            d = d.parent
-
-
 def _resolve_location(spark: Any, target: Target) -> tuple[str, bool]:
     """(location, catalog table exists) for a target. Path targets report False for the second value."""
     from icecompat_writer.jvm import bridge
@@ -333,7 +256,6 @@ def compat_write(
     the table is then unchanged.
     """
     from icecompat_writer.checking.footers import file_facts
-    from icecompat_writer.deltalog.files import AddFile
     from icecompat_writer.jvm import bridge
 
     req = _normalise(mode, profile, partition_by, properties, options, by_position)
@@ -343,16 +265,16 @@ def compat_write(
         bridge.activate_writer_features(spark)
     tgt = parse_target(target)
     location, registered = _resolve_location(spark, tgt)
-    created = _missing_ancestor(location)
+    created = transaction.missing_ancestor(location)
 
-    for attempt in range(1, MAX_ATTEMPTS + 1):
-        pending = bridge.PendingWrite(spark, location)
+    def attempt_write(t: transaction.Attempt) -> WriteResult:
+        pending = t.pending
         previous = _previous_state(pending.snapshot_json())
         exists = previous is not None or registered
 
-        def skipped(reason: str, *, _attempt: int = attempt) -> WriteResult:
+        def skipped(reason: str) -> WriteResult:
             return WriteResult(
-                tgt.display, location, req.profile, req.mode, None, skipped=reason, attempts=_attempt
+                tgt.display, location, req.profile, req.mode, None, skipped=reason, attempts=t.number
             )
 
         if exists and req.mode == "errorifexists":
@@ -404,39 +326,19 @@ def compat_write(
             "txnAppId": req.app_id,
             "txnVersion": req.app_version,
         }
-        try:
-            added, removed_count = pending.write(data, request)
-        except IcecompatError:
-            pending.abort()
-            _remove_empty_dirs(location, (), created)
-            raise
-        adds = [AddFile.from_json(a) for a in added]
+        added, removed_count = pending.write(data, request)
+        adds = t.track(added)
+        # read inside the attempt: an error here aborts it like a refusal (no orphan files)
         facts = [file_facts(location, a) for a in adds]
         file_problems = validate_fn(req.profile, planned.metadata, planned.protocol, previous, files=facts)
         if file_problems:
-            removed = pending.abort()
-            _remove_empty_dirs(location, [a.path for a in adds], created)
+            removed = t.abort()
             log.warning("refused after writing: removed %d new data file(s) of %s", removed, tgt.display)
             raise CompatViolation(
                 file_problems, f"(verifying the new files of {tgt.display}; nothing committed)"
             )
         operation = {"userMetadata": req.options["userMetadata"]} if "userMetadata" in req.options else {}
-        try:
-            version = pending.commit(operation)
-        except ConcurrentWriteError as err:
-            pending.abort()
-            log.info("attempt %d on %s lost a race (%s); re-planning", attempt, tgt.display, err)
-            if attempt == MAX_ATTEMPTS:
-                _remove_empty_dirs(location, [a.path for a in adds], None)
-                raise
-            continue
-        except IcecompatError:
-            landed = _landed(location, pending.read_version, {a.path for a in adds})
-            if landed is None:
-                pending.abort()
-                _remove_empty_dirs(location, [a.path for a in adds], created)
-                raise
-            version = landed
+        version = t.commit(lambda: pending.commit(operation))
         if tgt.table is not None and not registered:
             _register_table(spark, tgt, location, version)
         return WriteResult(
@@ -448,7 +350,8 @@ def compat_write(
             files=tuple(a.path for a in adds),
             rows=sum(a.num_records or 0 for a in adds),
             changes=tuple(getattr(planned, "changes", ())),
-            attempts=attempt,
+            attempts=t.number,
             removed_files=removed_count,
         )
-    raise ConcurrentWriteError(f"gave up on {tgt.display} after {MAX_ATTEMPTS} attempts")  # pragma: no cover
+
+    return transaction.run(spark, location, attempt_write, created=created)

@@ -183,9 +183,12 @@ def test_plain_relative_paths_resolve_by_decoding(segments: list[str]) -> None:
     assert resolve_data_path(ROOT, encoded) == ROOT.joinpath(*segments)
 
 
-def test_table_root_path_accepts_file_uris_and_refuses_other_schemes(tmp_path: Path) -> None:
+def test_table_root_path_accepts_file_and_object_store_uris_and_refuses_other_schemes(tmp_path: Path) -> None:
+    from icecompat_writer.storage import ObjectPath, UnsupportedSchemeError
+
     assert table_root_path(f"file://{tmp_path}") == tmp_path
     assert table_root_path(f"file:{tmp_path}") == tmp_path
     assert table_root_path(tmp_path) == tmp_path
-    with pytest.raises(TableReadError, match="s3"):
-        table_root_path("s3://bucket/table")
+    assert table_root_path("s3://bucket/table") == ObjectPath("s3", "bucket", "table")
+    with pytest.raises(UnsupportedSchemeError, match="hdfs"):
+        table_root_path("hdfs://namenode/table")

@@ -1,0 +1,82 @@
+"""The storage layer: the only code that lists, reads, writes or deletes a table's files outside Spark.
+
+A location is a local ``Path`` or an :class:`ObjectPath` (``s3://``/``s3a://``/``s3n://``, ``gs://``,
+``abfs://``/``abfss://``/``wasbs://``), parsed by :func:`parse_location`. Local files go through
+plain ``os`` calls (the fast path, with the guards against named pipes and devices); object stores
+through pyarrow's S3, GCS and Azure filesystems, configured from the running Spark session's Hadoop
+settings or each cloud's standard environment (:mod:`.config`). The one operation pyarrow lacks, a
+create that fails when the object exists, uses the cloud's SDK (:mod:`.conditional`).
+
+Paths inside a table are resolved with :mod:`icecompat_writer.deltalog.paths`, which refuses anything
+outside the table root; this package reads only what it is given.
+"""
+
+from .config import SETTINGS, StoreOptions, resolve_options
+from .filesystems import clear_cache, filesystem, filesystem_kwargs, options_for
+from .local import NotRegularFileError, check_regular_file, file_kind, open_regular_file
+from .ops import (
+    MAX_PARALLEL_READS,
+    FileEntry,
+    create_if_absent,
+    delete_files,
+    exists,
+    file_size,
+    list_files,
+    list_tree,
+    map_bounded,
+    mtime_ms,
+    parquet_source,
+    read_bytes,
+    read_parquet_metadata,
+    read_range,
+    read_tail,
+    write_bytes,
+)
+from .uri import (
+    FAMILIES,
+    Location,
+    ObjectPath,
+    UnsupportedSchemeError,
+    iceberg_uri,
+    is_local,
+    location_uri,
+    parse_location,
+)
+
+__all__ = [
+    "FAMILIES",
+    "MAX_PARALLEL_READS",
+    "SETTINGS",
+    "FileEntry",
+    "Location",
+    "NotRegularFileError",
+    "ObjectPath",
+    "StoreOptions",
+    "UnsupportedSchemeError",
+    "check_regular_file",
+    "clear_cache",
+    "create_if_absent",
+    "delete_files",
+    "exists",
+    "file_kind",
+    "file_size",
+    "filesystem",
+    "filesystem_kwargs",
+    "iceberg_uri",
+    "is_local",
+    "list_files",
+    "list_tree",
+    "location_uri",
+    "map_bounded",
+    "mtime_ms",
+    "open_regular_file",
+    "options_for",
+    "parquet_source",
+    "parse_location",
+    "read_bytes",
+    "read_parquet_metadata",
+    "read_range",
+    "read_tail",
+    "resolve_options",
+    "write_bytes",
+]

@@ -1,0 +1,209 @@
+"""The two object-store operations pyarrow's filesystems cannot do as the table needs them.
+
+* Create an object only if it does not exist yet (the Iceberg metadata commit): pyarrow has no
+  precondition, so this goes through the cloud's SDK: S3 ``PutObject`` with ``If-None-Match: *``
+  (boto3), GCS ``ifGenerationMatch=0`` (google-cloud-storage), Azure Blob ``If-None-Match: *``
+  (azure-storage-blob, ``overwrite=False``).
+* Delete objects and nothing else: pyarrow's ``delete_file`` writes an empty "directory marker"
+  object for the parent prefix after each delete (so that the directory seems to survive), which
+  would leave objects in a bucket the table never had; an aborted write must leave the bucket
+  byte-identical. S3 deletes in batches of 1,000 keys per request.
+
+The SDKs are imported only here and only when called; they are optional extras of the package
+(``icecompat_writer[s3]``, ``[gcs]``, ``[azure]``), and a missing one is a
+:class:`~icecompat_writer.errors.SetupError` naming it. The credentials and endpoint are the same
+resolved options the pyarrow filesystem uses.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from icecompat_writer.errors import SetupError
+
+from .config import StoreOptions, endpoint_parts
+from .filesystems import filesystem_kwargs, parse_connection_string
+from .uri import ObjectPath
+
+__all__ = ["EXTRAS", "create_object_if_absent", "delete_objects"]
+
+# store family -> (module imported, package extra that installs it)
+EXTRAS: dict[str, tuple[str, str]] = {
+    "s3": ("boto3", "s3"),
+    "gcs": ("google.cloud.storage", "gcs"),
+    "azure": ("azure.storage.blob", "azure"),
+}
+
+
+def _sdk(family: str) -> Any:
+    module, extra = EXTRAS[family]
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise SetupError(
+            f"creating only if absent and deleting objects on {family.upper()} needs the {module} package: "
+            f"pip install 'icecompat_writer[{extra}]'"
+        ) from None
+
+
+def create_object_if_absent(path: ObjectPath, data: bytes, options: StoreOptions) -> bool:
+    """Write ``data`` at ``path`` unless an object is there; False when one is (nothing written)."""
+    if path.family == "s3":
+        return _s3(path, data, options)
+    if path.family == "gcs":
+        return _gcs(path, data, options)
+    return _azure(path, data, options)
+
+
+def _s3_client(path: ObjectPath, options: StoreOptions) -> Any:
+    boto3 = _sdk("s3")
+    from botocore.config import Config
+
+    _, kw = filesystem_kwargs(path, options)
+    endpoint = None
+    if "endpoint_override" in kw:
+        endpoint = f"{kw.get('scheme', 'https')}://{kw['endpoint_override']}"
+    addressing = "virtual" if kw.get("force_virtual_addressing") or endpoint is None else "path"
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id=kw.get("access_key"),
+        aws_secret_access_key=kw.get("secret_key"),
+        aws_session_token=kw.get("session_token"),
+        region_name=kw.get("region"),
+        config=Config(s3={"addressing_style": addressing}),
+    )
+
+
+def _s3(path: ObjectPath, data: bytes, options: StoreOptions) -> bool:
+    client = _s3_client(path, options)
+    from botocore.exceptions import ClientError
+
+    try:
+        client.put_object(Bucket=path.bucket, Key=path.key, Body=data, IfNoneMatch="*")
+    except ClientError as e:
+        code = str(e.response.get("Error", {}).get("Code", ""))
+        status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if code in {"PreconditionFailed", "ConditionalRequestConflict"} or status in (409, 412):
+            return False
+        raise OSError(f"cannot create {path}: {e}") from e
+    return True
+
+
+def delete_objects(paths: list[ObjectPath], options: StoreOptions) -> int:
+    """Delete the objects at ``paths`` (all in one bucket/container); how many the store removed.
+
+    Missing objects are not errors. S3 counts every key it was asked to delete (it reports a missing
+    key as deleted); GCS and Azure count only objects that existed.
+    """
+    if not paths:
+        return 0
+    first = paths[0]
+    if first.family == "s3":
+        client = _s3_client(first, options)
+        deleted = 0
+        for i in range(0, len(paths), 1000):
+            chunk = paths[i : i + 1000]
+            response = client.delete_objects(
+                Bucket=first.bucket, Delete={"Objects": [{"Key": p.key} for p in chunk], "Quiet": False}
+            )
+            errors = response.get("Errors") or []
+            if errors:
+                raise OSError(f"cannot delete {len(errors)} object(s) of {first.bucket}: {errors[:3]}")
+            deleted += len(response.get("Deleted") or [])
+        return deleted
+    if first.family == "gcs":
+        from google.api_core.exceptions import NotFound
+
+        bucket = _gcs_client(first, options).bucket(first.bucket)
+        deleted = 0
+        for p in paths:
+            try:
+                bucket.blob(p.key).delete()
+                deleted += 1
+            except NotFound:
+                pass
+        return deleted
+    from azure.core.exceptions import ResourceNotFoundError
+
+    deleted = 0
+    for p in paths:
+        try:
+            _azure_client(p, options).delete_blob()
+            deleted += 1
+        except ResourceNotFoundError:
+            pass
+    return deleted
+
+
+def _gcs_client(path: ObjectPath, options: StoreOptions) -> Any:
+    storage = _sdk("gcs")
+    _, kw = filesystem_kwargs(path, options)
+    client_kwargs: dict[str, Any] = {}
+    if "project_id" in kw:
+        client_kwargs["project"] = kw["project_id"]
+    if "endpoint_override" in kw:
+        client_kwargs["client_options"] = {"api_endpoint": f"{kw['scheme']}://{kw['endpoint_override']}"}
+    if kw.get("anonymous"):
+        from google.auth.credentials import AnonymousCredentials
+
+        client_kwargs["credentials"] = AnonymousCredentials()
+    return storage.Client(**client_kwargs)
+
+
+def _gcs(path: ObjectPath, data: bytes, options: StoreOptions) -> bool:
+    client = _gcs_client(path, options)
+    from google.api_core.exceptions import PreconditionFailed
+
+    blob = client.bucket(path.bucket).blob(path.key)
+    try:
+        blob.upload_from_string(data, if_generation_match=0)
+    except PreconditionFailed:
+        return False
+    return True
+
+
+def _azure_client(path: ObjectPath, options: StoreOptions) -> Any:
+    blob_mod = _sdk("azure")
+    _, kw = filesystem_kwargs(path, options)
+    account = kw["account_name"]
+    conn = parse_connection_string(options.get("connection_string") or "")
+    if conn.get("BlobEndpoint") and conn.get("AccountName", account) == account:
+        account_url = conn["BlobEndpoint"]
+    elif str(kw.get("blob_storage_authority", ".")).startswith(".") or "blob_storage_authority" not in kw:
+        suffix = kw.get("blob_storage_authority", ".blob.core.windows.net")
+        account_url = f"{kw.get('blob_storage_scheme', 'https')}://{account}{suffix}"
+    else:
+        scheme, host = endpoint_parts(kw["blob_storage_authority"], kw.get("blob_storage_scheme") != "http")
+        account_url = f"{scheme}://{host}/{account}"
+    credential: Any
+    if "account_key" in kw:
+        credential = {"account_name": account, "account_key": kw["account_key"]}
+    elif "sas_token" in kw:
+        credential = kw["sas_token"]
+    elif "client_secret" in kw:
+        from azure.identity import ClientSecretCredential
+
+        credential = ClientSecretCredential(kw["tenant_id"], kw["client_id"], kw["client_secret"])
+    else:
+        try:
+            from azure.identity import DefaultAzureCredential
+        except ImportError:
+            raise SetupError(
+                "no Azure account key, SAS token or client secret is configured and azure-identity is "
+                "not installed for the default credential chain: pip install azure-identity"
+            ) from None
+        credential = DefaultAzureCredential()
+    return blob_mod.BlobClient(account_url, path.bucket, path.key, credential=credential)
+
+
+def _azure(path: ObjectPath, data: bytes, options: StoreOptions) -> bool:
+    client = _azure_client(path, options)
+    from azure.core.exceptions import ResourceExistsError
+
+    try:
+        client.upload_blob(data, overwrite=False)
+    except ResourceExistsError:
+        return False
+    return True

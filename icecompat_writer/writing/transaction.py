@@ -1,0 +1,251 @@
+"""One Delta transaction driven from Python: the loop ``compat_write`` and ``upgrade_table`` share.
+
+Every attempt runs read snapshot -> plan -> write -> verify -> commit, and ends in exactly one of
+two ways: its commit lands, or every file it created is deleted again. :func:`run` owns the loop:
+
+* each attempt opens its own pending transaction in the JVM (:class:`~icecompat_writer.jvm.bridge.
+  PendingWrite`), which reads the snapshot the attempt plans from;
+* whatever goes wrong after the first file exists (a refusal while verifying, an error while reading
+  the new files' footers, a commit that failed, a lost race that is given up) aborts the attempt:
+  the data files it added are deleted through :mod:`icecompat_writer.storage` (on any filesystem the
+  storage layer serves), then the JVM deletes anything else it wrote, and on local disk the
+  directories the attempt created and left empty are removed;
+* a lost race (:class:`~icecompat_writer.errors.ConcurrentWriteError` at commit) is re-planned from
+  the newer snapshot, at most :data:`MAX_ATTEMPTS` times;
+* a commit that raised but landed (the response was lost) is recognised by its files in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from icecompat_writer.errors import ConcurrentWriteError, IcecompatError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from icecompat_writer.deltalog.files import AddFile
+
+__all__ = ["MAX_ATTEMPTS", "Attempt", "landed_version", "missing_ancestor", "run"]
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 5
+"""Attempts of one transaction before a lost race is given up (and raised)."""
+
+T = TypeVar("T")
+
+
+class _Retry(Exception):
+    """This attempt lost a race and was aborted; the loop plans again from the newer snapshot."""
+
+
+class Attempt:
+    """One attempt of a transaction: its pending JVM transaction and the files it added.
+
+    ``created`` is the outermost local directory that did not exist before the transaction (None
+    elsewhere): an abort of a new table removes it again when it holds no file.
+    """
+
+    def __init__(self, spark: SparkSession, location: str, number: int, created: Path | None) -> None:
+        from icecompat_writer.jvm import bridge
+
+        self.location = location
+        self.number = number
+        self.created = created
+        self.pending = bridge.PendingWrite(spark, location)
+        self.added: list[AddFile] = []
+        self.finished = False
+
+    @property
+    def read_version(self) -> int:
+        """The version the attempt's snapshot was read at (-1: no table yet)."""
+        return int(self.pending.read_version)
+
+    def track(self, added_json: Sequence[dict[str, Any]]) -> list[AddFile]:
+        """Record the AddFiles the JVM wrote for this attempt; they are its files from now on."""
+        from icecompat_writer.deltalog.files import AddFile
+
+        self.added = [AddFile.from_json(a) for a in added_json]
+        return self.added
+
+    def release(self) -> None:
+        """End an attempt that wrote nothing it keeps (nothing to do, a dry decision): no deletion."""
+        if not self.finished:
+            self.finished = True
+            self.pending.abort()
+
+    def abort(self, *, keep_root: bool = False) -> int:
+        """Delete exactly the files this attempt created; how many were deleted. Idempotent.
+
+        ``keep_root`` keeps a table directory this transaction created even when it is empty (a lost
+        race: another writer's table lives there now).
+        """
+        if self.finished:
+            return 0
+        self.finished = True
+        deleted = 0
+        try:
+            deleted += _delete_added(self.location, [a.path for a in self.added])
+        except Exception as e:  # the JVM's abort below deletes them too: never hide the first error
+            log.warning(
+                "could not delete the files of %s from Python (%s); Delta's abort deletes them",
+                self.location,
+                e,
+            )
+        finally:
+            deleted += int(self.pending.abort())
+            _remove_empty_dirs(
+                self.location, [a.path for a in self.added], None if keep_root else self.created
+            )
+        return deleted
+
+    def commit(self, fn: Callable[[], int]) -> int:
+        """Run the commit ``fn``; the committed version.
+
+        A lost race aborts the attempt and retries (raises to :func:`run`), or, at the last attempt,
+        raises the :class:`ConcurrentWriteError`. Any other error is checked against the log: a
+        commit that landed although its response was lost returns its version; otherwise aborted.
+        """
+        try:
+            version = fn()
+        except ConcurrentWriteError as err:
+            log.info("attempt %d on %s lost a race (%s); re-planning", self.number, self.location, err)
+            self.abort(keep_root=True)
+            if self.number >= MAX_ATTEMPTS:
+                raise
+            raise _Retry from err
+        except IcecompatError:
+            landed = landed_version(self.location, self.read_version, {a.path for a in self.added})
+            if landed is None:
+                raise  # run() aborts
+            version = landed
+        self.finished = True
+        return version
+
+
+def run(
+    spark: SparkSession,
+    location: str,
+    body: Callable[[Attempt], T],
+    *,
+    created: Path | None = None,
+) -> T:
+    """Run ``body`` once per attempt until it returns, at most :data:`MAX_ATTEMPTS` attempts.
+
+    ``body`` reads the attempt's snapshot, plans, writes (``attempt.track``), verifies and ends with
+    ``attempt.commit``; an attempt that returns without committing is released (it wrote nothing it
+    keeps). Whatever ``body`` raises aborts the attempt first.
+    """
+    for number in range(1, MAX_ATTEMPTS + 1):
+        attempt = Attempt(spark, location, number, created)
+        try:
+            result = body(attempt)
+            attempt.release()
+            return result
+        except _Retry:
+            continue
+        except BaseException:
+            attempt.abort()
+            raise
+    raise ConcurrentWriteError(  # pragma: no cover - the last attempt raises instead of retrying
+        f"gave up on {location} after {MAX_ATTEMPTS} attempts"
+    )
+
+
+def landed_version(location: str, after_version: int, added_paths: set[str]) -> int | None:
+    """The version that holds this write's files, if an earlier commit of it did land."""
+    from icecompat_writer.deltalog.snapshot import list_versions, read_commit
+
+    try:
+        versions = [v for v in list_versions(location) if v > after_version]
+    except IcecompatError:
+        return None
+    for v in versions:
+        paths = {a["add"]["path"] for a in read_commit(location, v) if "add" in a}
+        if added_paths and added_paths <= paths:
+            return v
+    return None
+
+
+def missing_ancestor(location: str) -> Path | None:
+    """The outermost directory of a local ``location`` that does not exist yet (None: it exists, or
+    the location is not local). A refused write removes it again when it holds no file."""
+    from icecompat_writer.deltalog.paths import table_root_path
+
+    try:
+        root = table_root_path(location)
+    except IcecompatError:
+        return None
+    if not isinstance(root, Path) or root.exists():
+        return None
+    missing = root
+    while not missing.parent.exists() and missing.parent != missing:
+        missing = missing.parent
+    return missing
+
+
+def _delete_added(location: str, added_paths: Sequence[str]) -> int:
+    """Delete the data files of ``added_paths`` through the storage layer (inside the root only)."""
+    from icecompat_writer import storage
+    from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
+
+    if not added_paths:
+        return 0
+    try:
+        root = table_root_path(location)
+    except IcecompatError:
+        return 0
+    targets = [t for t in (resolve_data_path(root, p) for p in added_paths) if t is not None]
+    return storage.delete_files(targets)
+
+
+def _remove_empty_dirs(location: str, added_paths: Sequence[str], created: Path | None) -> None:
+    """After an abort: remove the local directories the aborted write made and left empty.
+
+    Deleting a write's data files leaves the directories they were written to (random prefixes,
+    partition directories), and for a new table the table directory itself. Only empty directories
+    are removed (``rmdir`` refuses any other), walking up from each file's directory to the table root;
+    the root and the directories above it only when this write created them. An object store has no
+    directories: nothing to do there.
+    """
+    from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
+
+    try:
+        root = table_root_path(location)
+    except IcecompatError:
+        return
+    if not isinstance(root, Path):
+        return
+    dirs: set[Path] = set()
+    for p in added_paths:
+        local = resolve_data_path(root, p)
+        if not isinstance(local, Path):
+            continue
+        d = local.parent
+        while d != root and root in d.parents:
+            dirs.add(d)
+            d = d.parent
+    if created is not None and root.is_dir() and not (root / "_delta_log").exists():
+        # a new table that no other writer has committed to meanwhile: every directory is this write's
+        for current, subdirs, _files in os.walk(root):
+            dirs.update(Path(current) / s for s in subdirs)
+    for d in sorted(dirs, key=lambda d: len(d.parts), reverse=True):
+        try:
+            d.rmdir()
+        except OSError:
+            pass  # not empty (another write's files), or already gone
+    if created is not None:
+        d = root
+        while True:
+            try:
+                d.rmdir()
+            except OSError:
+                break
+            if d == created:
+                break
+            d = d.parent

@@ -1,0 +1,126 @@
+"""check_table on S3: the same verdict as on local disk, one LIST of the log, one of the
+table, one ranged read per footer.
+
+Tables are built locally (synthetic, tests/cli/synthetic.py), uploaded with boto3 to the moto server,
+and checked through the standard AWS environment variables. Requests are counted from the server's
+own access log.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from icecompat_writer import storage
+from icecompat_writer.checking.check import check_table
+from icecompat_writer.checking.footers import TAIL_BYTES
+from tests.checking.test_check import codes_of, rows_of
+from tests.cli.synthetic import build_table, stats, write_data_file
+from tests.deltalog import logbuilder as lb
+
+
+@pytest.fixture
+def s3_env(s3_server: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in s3_server.environ().items():
+        monkeypatch.setenv(key, value)
+    storage.clear_cache()
+    yield s3_server
+    storage.clear_cache()
+
+
+def upload(server: Any, local: Path) -> tuple[str, str]:
+    bucket = server.new_bucket()
+    server.upload_dir(local, bucket, "warehouse/t")
+    return bucket, f"s3a://{bucket}/warehouse/t"
+
+
+def test_compliant_table_checks_the_same_on_s3_with_one_listing_and_one_ranged_read_per_footer(
+    s3_env: Any, tmp_path: Path
+) -> None:
+    table = build_table(tmp_path / "t", "writer-v1", files=12)
+    lb.LogBuilder(table.root).commit(1, [lb.commit_info("WRITE")])
+    local = check_table(table.root, files="all")
+    bucket, uri = upload(s3_env, table.root)
+
+    mark = s3_env.request_mark()
+    remote = check_table(uri, files="all")
+    requests = s3_env.requests_since(mark)
+
+    assert remote.compliant and local.compliant
+    assert (remote.profile, remote.version, remote.files_checked) == ("writer-v1", 1, 12)
+    assert rows_of(remote) == rows_of(local) == []
+    assert remote.table == uri
+    lists = sorted(r[1] for r in requests if r[0] == "GET" and "list-type=2" in r[1])
+    # one listing of the log (what exists), one of the table (every data file's size)
+    assert len(lists) == 2
+    assert "delimiter=/" in lists[0] and "prefix=warehouse/t/_delta_log/" in lists[0]
+    assert lists[1].endswith("prefix=warehouse/t/")
+    for name in table.files:
+        key = f"/{bucket}/warehouse/t/{name}"
+        touching = [r for r in requests if r[1] == key]
+        assert touching == [("GET", key, 206)], name  # one ranged read of the tail, no HEAD
+    assert not any(r[0] == "HEAD" and r[1].endswith(".parquet") for r in requests)
+    assert not any(r[0] in {"PUT", "POST", "DELETE"} for r in requests)
+
+
+def test_damage_on_s3_gives_the_same_findings_as_on_disk(s3_env: Any, tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    build_table(
+        root,
+        "v3",
+        files=2,
+        extra_adds=[
+            lb.add("missing.parquet", stats=stats(3), size=10),
+            lb.add("s3a://another-bucket/t/x.parquet", stats=stats(3), size=10),
+            lb.add("../escape.parquet", stats=stats(3), size=10),
+        ],
+    )
+    (root / "not-parquet.parquet").write_bytes(b"hello, not parquet at all")
+    size = write_data_file(root / "short.parquet", build_table(tmp_path / "m", "v3").metadata, 0, 3)
+    lb.LogBuilder(root).commit(
+        1,
+        [
+            lb.add("not-parquet.parquet", stats=stats(3), size=25),
+            lb.add("short.parquet", stats=stats(4), size=size + 1),
+        ],
+    )
+    local = check_table(root, "v3")
+    _, uri = upload(s3_env, root)
+    remote = check_table(uri, "v3")
+    assert not remote.compliant
+    assert codes_of(remote) == codes_of(local)
+    assert {c for c, _ in codes_of(remote)} >= {
+        "missing_data_file",
+        "path_outside_table",
+        "unreadable_data_file",
+        "size_mismatch",
+    }
+    assert rows_of(remote) == rows_of(local)
+
+
+def test_a_footer_longer_than_the_tail_read_costs_exactly_one_more_ranged_read(
+    s3_env: Any, tmp_path: Path
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from icecompat_writer.checking.footers import read_object_footer
+
+    wide = pa.table({f"c{i:04d}": [i] for i in range(1500)})
+    pq.write_table(wide, tmp_path / "wide.parquet", store_schema=False)
+    bucket = s3_env.new_bucket()
+    s3_env.upload_dir(tmp_path, bucket, "w")
+    meta_len = pq.read_metadata(tmp_path / "wide.parquet").serialized_size
+    assert meta_len > TAIL_BYTES
+    loc = storage.parse_location(f"s3://{bucket}/w/wide.parquet")
+    assert isinstance(loc, storage.ObjectPath)
+    mark = s3_env.request_mark()
+    footer, size = read_object_footer(loc)
+    gets = [r for r in s3_env.requests_since(mark) if r[0] == "GET"]
+    assert footer.num_rows == 1 and len(footer.fields) == 1500
+    assert size == (tmp_path / "wide.parquet").stat().st_size
+    assert [g[2] for g in gets] == [206, 206]

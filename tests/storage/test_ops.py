@@ -1,0 +1,158 @@
+"""The storage operations against a real S3-compatible server (moto on 127.0.0.1) and on local disk.
+
+Every test reaches the server the way a user's process does: through the standard AWS environment
+variables (see the ``s3_env`` fixture), never through options passed in code.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from icecompat_writer import storage
+from icecompat_writer.errors import SetupError
+from icecompat_writer.storage import NotRegularFileError, ObjectPath, parse_location
+
+
+def obj(uri: str) -> ObjectPath:
+    loc = parse_location(uri)
+    assert isinstance(loc, ObjectPath)
+    return loc
+
+
+@pytest.fixture
+def bucket(s3_env: Any) -> str:
+    return s3_env.new_bucket()
+
+
+def test_list_read_write_delete_round_trip(s3_env: Any, bucket: str) -> None:
+    root = obj(f"s3a://{bucket}/t")
+    storage.write_bytes(root / "_delta_log/00000000000000000000.json", b'{"a":1}\n')
+    storage.write_bytes(root / "_delta_log/.hidden", b"x")
+    storage.write_bytes(root / "_delta_log/_sidecars/x.parquet", b"y")
+    storage.write_bytes(root / "part-0.parquet", b"0123456789")
+
+    listed = {e.name: e.size for e in storage.list_files(root / "_delta_log")}
+    assert listed == {"00000000000000000000.json": 8}  # no dot-files, no sub-directories
+    tree = {e.location.relative_to(root).as_posix(): e.size for e in storage.list_tree(root)}
+    assert tree == {
+        "_delta_log/00000000000000000000.json": 8,
+        "_delta_log/.hidden": 1,
+        "_delta_log/_sidecars/x.parquet": 1,
+        "part-0.parquet": 10,
+    }
+    assert storage.read_bytes(root / "_delta_log/00000000000000000000.json") == b'{"a":1}\n'
+    assert storage.read_tail(root / "part-0.parquet", 4) == (b"6789", 10)
+    assert storage.read_tail(root / "part-0.parquet", 100) == (b"0123456789", 10)
+    assert storage.read_range(root / "part-0.parquet", 2, 3) == b"234"
+    assert storage.file_size(root / "part-0.parquet") == 10
+    assert storage.exists(root / "_delta_log") and not storage.exists(root / "nothing")
+    storage.delete_files([root / "part-0.parquet", root / "gone.parquet"])  # a missing one is no error
+    assert not storage.exists(root / "part-0.parquet")
+    assert "t/part-0.parquet" not in s3_env.bucket_digest(bucket)
+
+
+def test_deleting_the_last_object_of_a_prefix_leaves_no_directory_marker(s3_env: Any, bucket: str) -> None:
+    root = obj(f"s3a://{bucket}/t")
+    storage.write_bytes(root / "_delta_log/00000000000000000000.json", b"{}\n")
+    before = s3_env.bucket_digest(bucket)
+    written = [root / "ab/part-0.parquet", root / "cd/part-1.parquet", root / "part=x/part-2.parquet"]
+    for p in written:
+        storage.write_bytes(p, b"data")
+    mark = s3_env.request_mark()
+    assert storage.delete_files(written) == 3
+    assert s3_env.bucket_digest(bucket) == before  # no "t/ab/" marker objects left behind
+    deletes = [r for r in s3_env.requests_since(mark) if r[0] == "POST" and "delete" in r[1]]
+    assert len(deletes) == 1  # one batch request
+
+
+def test_missing_objects_and_directories_raise_file_not_found(s3_env: Any, bucket: str) -> None:
+    root = obj(f"s3://{bucket}/none")
+    with pytest.raises(FileNotFoundError):
+        storage.list_files(root / "_delta_log")
+    with pytest.raises(FileNotFoundError):
+        storage.read_bytes(root / "x.json")
+    with pytest.raises(FileNotFoundError):
+        storage.read_tail(root / "x.parquet", 10)
+
+
+def test_create_if_absent_lets_exactly_one_of_many_concurrent_writers_win(serial_env: Any) -> None:
+    target = obj(f"s3a://{serial_env.new_bucket()}/t/metadata/v1.metadata.json")
+    results: dict[int, bool] = {}
+    barrier = threading.Barrier(6)
+
+    def attempt(i: int) -> None:
+        barrier.wait()
+        results[i] = storage.create_if_absent(target, f"writer {i}".encode())
+
+    threads = [threading.Thread(target=attempt, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [i for i, won in results.items() if won]
+    assert len(winners) == 1
+    assert storage.read_bytes(target) == f"writer {winners[0]}".encode()
+    assert storage.create_if_absent(target, b"late") is False
+    assert storage.read_bytes(target) == f"writer {winners[0]}".encode()
+
+
+def test_create_if_absent_names_the_missing_extra(
+    s3_env: Any, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as m:
+        m.setitem(__import__("sys").modules, "boto3", None)  # as if boto3 were not installed
+        with pytest.raises(SetupError, match=r"icecompat_writer\[s3\]"):
+            storage.create_if_absent(obj(f"s3a://{bucket}/t/x"), b"x")
+    assert s3_env.bucket_digest(bucket) == {}
+
+
+def test_local_create_if_absent_and_regular_file_guard(tmp_path: Path) -> None:
+    target = tmp_path / "metadata" / "v1.metadata.json"
+    assert storage.create_if_absent(target, b"one") is True
+    assert storage.create_if_absent(target, b"two") is False
+    assert target.read_bytes() == b"one"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["v1.metadata.json"]  # no temporary left
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    with pytest.raises(NotRegularFileError, match="named pipe"):
+        storage.read_bytes(fifo)
+    with pytest.raises(NotRegularFileError, match="named pipe"):
+        storage.read_tail(fifo, 8)
+    assert [e.name for e in storage.list_files(tmp_path)] == []  # a pipe is not listed as a file
+
+
+def test_credentials_come_from_the_environment_and_wrong_ones_are_refused(
+    s3_env: Any, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    storage.write_bytes(obj(f"s3a://{bucket}/k"), b"v")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9")  # the S3-specific variable wins
+    storage.clear_cache()
+    with pytest.raises(OSError):
+        storage.read_bytes(obj(f"s3a://{bucket}/k"))
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3_env.endpoint)
+    storage.clear_cache()
+    assert storage.read_bytes(obj(f"s3a://{bucket}/k")) == b"v"
+
+
+def test_map_bounded_keeps_order_and_bounds_threads() -> None:
+    active = 0
+    peak = 0
+    lock = threading.Lock()
+
+    def work(i: int) -> int:
+        nonlocal active, peak
+        with lock:
+            active += 1
+            peak = max(peak, active)
+        threading.Event().wait(0.01)
+        with lock:
+            active -= 1
+        return i * i
+
+    assert list(storage.map_bounded(work, list(range(40)), workers=4)) == [i * i for i in range(40)]
+    assert 1 < peak <= 4

@@ -1,0 +1,80 @@
+"""Credentials and endpoints from the running Spark session's Hadoop configuration (real Spark).
+
+The shared session points ``s3a`` at the run's moto server through ``spark.hadoop.fs.s3a.*``; with no
+AWS variable in the environment, the storage layer must reach the same bucket with the same settings.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from icecompat_writer import storage
+from icecompat_writer.storage import ObjectPath, filesystem_kwargs, options_for, parse_location
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def no_aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    for key in list(os.environ):
+        if key.startswith("AWS_"):
+            monkeypatch.delenv(key)
+    storage.clear_cache()
+
+
+def test_options_come_from_the_session_hadoop_conf(
+    spark: SparkSession, s3_server: Any, no_aws_env: None
+) -> None:
+    bucket = s3_server.new_bucket()
+    loc = parse_location(f"s3a://{bucket}/t/x.json")
+    assert isinstance(loc, ObjectPath)
+    options = options_for(loc)
+    sources = dict(options.sources)
+    assert sources["access_key"] == "fs.s3a.access.key"
+    assert sources["endpoint"] == "fs.s3a.endpoint"
+    _, kw = filesystem_kwargs(loc, options)
+    assert kw["endpoint_override"] == f"127.0.0.1:{s3_server.port}"
+    assert kw["scheme"] == "http" and kw["force_virtual_addressing"] is False
+    assert kw["access_key"] == s3_server.access_key and kw["region"] == s3_server.region
+
+    s3_server.client().put_object(Bucket=bucket, Key="t/x.json", Body=b"through the session")
+    assert storage.read_bytes(loc) == b"through the session"
+
+
+def test_per_bucket_settings_of_the_session_override_global_ones(
+    spark: SparkSession, s3_server: Any, no_aws_env: None
+) -> None:
+    bucket = s3_server.new_bucket()
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    conf.set(f"fs.s3a.bucket.{bucket}.endpoint.region", "eu-west-3")
+    try:
+        storage.clear_cache()
+        loc = parse_location(f"s3a://{bucket}/t")
+        assert isinstance(loc, ObjectPath)
+        options = options_for(loc)
+        assert options.get("region") == "eu-west-3"
+        assert dict(options.sources)["region"] == f"fs.s3a.bucket.{bucket}.endpoint.region"
+        other = parse_location(f"s3a://{s3_server.new_bucket()}/t")
+        assert isinstance(other, ObjectPath)
+        assert options_for(other).get("region") == s3_server.region
+    finally:
+        conf.unset(f"fs.s3a.bucket.{bucket}.endpoint.region")
+        storage.clear_cache()
+
+
+def test_pool_threads_of_the_driver_find_the_session_too(
+    spark: SparkSession, s3_server: Any, no_aws_env: None
+) -> None:
+    """Footers are read by a thread pool; each thread must reach the bucket with the session's settings."""
+    loc = parse_location(f"s3a://{s3_server.new_bucket()}/t")
+    assert isinstance(loc, ObjectPath)
+
+    def endpoint_source(_: int) -> str | None:
+        return dict(options_for(loc).sources).get("endpoint")
+
+    assert list(storage.map_bounded(endpoint_source, list(range(8)), workers=4)) == ["fs.s3a.endpoint"] * 8
