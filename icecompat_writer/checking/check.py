@@ -536,7 +536,9 @@ def _read_footers(
     adds = snapshot.files.get_many(order)
     if isinstance(snapshot.table_root, ObjectPath):
         table_root = snapshot.table_root
-        sizes = {e.location.uri: e.size for e in storage.list_tree(table_root)} if adds else {}
+        listed = storage.list_tree(table_root) if adds else []
+        # a listing under an object-store root holds object paths only
+        sizes = {e.location.uri: e.size for e in listed if isinstance(e.location, ObjectPath)}
         results: Iterable[tuple[ParquetFooter | None, CheckFinding | None]] = storage.map_bounded(
             lambda add: _read_object(table_root, add, sizes), adds
         )

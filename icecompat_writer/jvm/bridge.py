@@ -7,6 +7,7 @@ no caller ever sees a raw ``Py4JJavaError``.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -294,7 +295,7 @@ def hadoop_conf_values(spark: SparkSession, keys: Sequence[str]) -> dict[str, st
     conf = call(lambda: spark._jsparkSession.sessionState().newHadoopConf())
     out: dict[str, str] = {}
     for key in keys:
-        value = call(lambda k=key: conf.get(k))
+        value = call(functools.partial(conf.get, key))
         if value is not None:
             out[key] = str(value)
     return out
