@@ -44,6 +44,7 @@ __all__ = [
     "SnapshotFacts",
     "check_table",
     "declared_profile",
+    "held_profile",
     "parse_files_option",
     "reports_to_json",
     "snapshot_facts",
@@ -140,6 +141,43 @@ def declared_profile(configuration: Any) -> str | None:
         if str(configuration.get(key, "")).strip().lower() == "true":
             return profile
     return None
+
+
+WRITER_PROFILES = frozenset({"writer-v1", "writer-v3"})
+# writer feature in the protocol -> the profile a table that lists it is held to (most specific first)
+_HOLDING_FEATURES: tuple[tuple[str, str], ...] = (
+    ("icebergWriterCompatV3", "writer-v3"),
+    ("icebergWriterCompatV1", "writer-v1"),
+)
+
+
+def held_profile(configuration: Any, protocol: Any) -> str | None:
+    """The profile a table is held to: the one its properties declare, else the writer profile of a
+    writer-compat feature its protocol lists.
+
+    A protocol feature outlives the property that asked for it (Delta never drops a feature on a
+    property change), and delta-spark keeps enforcing nothing of it: a table whose property was set
+    to false still tells readers through its protocol that it is IcebergWriterCompat. Such a table
+    is checked against that profile, where the false property is itself a violation.
+    """
+    declared = declared_profile(configuration)
+    if declared is not None:
+        return declared
+    features = set(getattr(protocol, "writer_features", None) or ())
+    for feature, profile in _HOLDING_FEATURES:
+        if feature in features:
+            return profile
+    return None
+
+
+def _write_rule_findings(configuration: Any) -> list[Violation]:
+    """Delta's own write rules (``DELTA-WRITE-*``) the table's log shows broken: table properties in
+    the Hadoop, Parquet and Spark namespaces reach the Hadoop configuration of every later write."""
+    from icecompat_writer.writing.compose import _check_properties
+
+    problems: list[Violation] = []
+    _check_properties(configuration, problems)
+    return problems
 
 
 def parse_files_option(text: str) -> tuple[str, int]:
@@ -612,7 +650,7 @@ def check_table(
         except Exception as e:  # the reader must turn damage into findings; until it does, never crash
             raise _reader_broke(path, e) from e
     declared = declared_profile(snapshot.metadata.configuration)
-    chosen = profile or declared
+    chosen = profile or held_profile(snapshot.metadata.configuration, snapshot.protocol)
     try:
         seen = snapshot_facts(snapshot, files=files, progress=progress, every_file=False)
     except IcecompatError:
@@ -634,6 +672,7 @@ def check_table(
         violations.sort()
     else:
         violations = run(chosen)
+    violations = sorted([*violations, *_write_rule_findings(snapshot.metadata.configuration)])
     return Report(
         table=str(snapshot.table_root),
         version=snapshot.version,

@@ -30,6 +30,7 @@ from icecompat_writer.errors import (
     TableExistsError,
     TableNotFoundError,
 )
+from icecompat_writer.rules.catalog import ASSIGNED_AT_COMMIT
 from icecompat_writer.writing.compose import (
     OVERWRITE_MODES,
     REPLACE_MODES,
@@ -412,7 +413,11 @@ def compat_write(
             raise
         adds = [AddFile.from_json(a) for a in added]
         facts = [file_facts(location, a) for a in adds]
-        file_problems = validate_fn(req.profile, planned.metadata, planned.protocol, previous, files=facts)
+        file_problems = [
+            v
+            for v in validate_fn(req.profile, planned.metadata, planned.protocol, previous, files=facts)
+            if v.rule not in ASSIGNED_AT_COMMIT
+        ]
         if file_problems:
             removed = pending.abort()
             _remove_empty_dirs(location, [a.path for a in adds], created)

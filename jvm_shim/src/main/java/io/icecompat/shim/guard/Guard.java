@@ -88,10 +88,53 @@ public final class Guard {
     return v == null ? "" : v.trim();
   }
 
-  /** Whether writes in {@code spark} are guarded. */
+  /**
+   * Whether writes in {@code spark} are guarded: unless the session opted out ({@value #ENABLED} set
+   * to false and no {@value #PROFILE}), a session with the package's jars holds every table that
+   * declares a profile to it.
+   */
   public static boolean guarded(SparkSession spark) {
-    return spark != null
-        && ("true".equalsIgnoreCase(conf(spark, ENABLED)) || !conf(spark, PROFILE).isEmpty());
+    return spark != null && !optedOut(spark);
+  }
+
+  /** Whether {@code spark} switched the guard off explicitly. */
+  static boolean optedOut(SparkSession spark) {
+    return spark != null && "false".equalsIgnoreCase(conf(spark, ENABLED)) && conf(spark, PROFILE).isEmpty();
+  }
+
+  /**
+   * The writer profile a table state declares (through its properties or the writer-compat feature
+   * its protocol lists), or null. These tables exist only because the driver agent taught delta-spark
+   * their properties; delta-spark alone would write them without ids, physical names or the
+   * timestamp encoding the profile needs, so a session that opted out of the guard must not touch
+   * them.
+   */
+  static String writerProfile(JsonNode protocol, JsonNode metadata) {
+    JsonNode conf = metadata == null ? null : metadata.path("configuration");
+    if (conf != null && "true".equalsIgnoreCase(conf.path("delta.enableIcebergWriterCompatV3").asText("").trim())) {
+      return "writer-v3";
+    }
+    if (conf != null && "true".equalsIgnoreCase(conf.path("delta.enableIcebergWriterCompatV1").asText("").trim())) {
+      return "writer-v1";
+    }
+    if (protocol != null) {
+      for (JsonNode f : protocol.path("writerFeatures")) {
+        if ("icebergWriterCompatV3".equals(f.asText())) {
+          return "writer-v3";
+        }
+        if ("icebergWriterCompatV1".equals(f.asText())) {
+          return "writer-v1";
+        }
+      }
+    }
+    return null;
+  }
+
+  private static String optedOutRefusal(String profile, String table) {
+    return "this session switched the icecompat guard off (" + ENABLED + "=false), and the table " + table
+        + " declares the " + profile + " profile: delta-spark alone would write it without the column ids,"
+        + " physical names and Parquet encodings the profile needs, so the write was refused. Turn the guard"
+        + " on (spark.conf.set(\"" + ENABLED + "\", \"true\")) or write with compat_write";
   }
 
   /** The Python executable that runs the rule service for {@code spark}. */
@@ -190,10 +233,21 @@ public final class Guard {
       Metadata newMetadata,
       boolean creating,
       boolean overwriteSchema) {
-    if (trusted() || !guarded(spark)) {
+    if (trusted() || spark == null) {
       return newMetadata;
     }
     try {
+      if (optedOut(spark)) {
+        for (JsonNode[] state : new JsonNode[][] {
+            {JSON.readTree(oldProtocol.json()).get("protocol"), JSON.readTree(oldMetadata.json()).get("metaData")},
+            {null, JSON.readTree(newMetadata.json()).get("metaData")}}) {
+          String profile = writerProfile(state[0], state[1]);
+          if (profile != null) {
+            throw new GuardUnavailableException(optedOutRefusal(profile, log.dataPath().toString()));
+          }
+        }
+        return newMetadata;
+      }
       ObjectNode req = JSON.createObjectNode();
       req.put("op", "plan_metadata");
       req.put("table", log.dataPath().toString());
@@ -227,29 +281,90 @@ public final class Guard {
   static void checkCommit(Path commitFile, List<String> actions, Configuration hadoopConf)
       throws IOException {
     SparkSession spark = session();
-    if (trusted() || !guarded(spark)) {
+    if (trusted() || spark == null) {
       return;
     }
     Path logDir = commitFile.getParent();
     Path root = logDir.getParent();
     String name = commitFile.getName();
     long version = Long.parseLong(name.substring(0, name.indexOf('.')));
+    boolean optedOut = optedOut(spark);
+    if (optedOut && writerProfileOf(spark, root, actions) == null) {
+      return;
+    }
     ObjectNode req = JSON.createObjectNode();
     req.put("op", "check_commit");
     req.put("table", root.toString());
     req.put("version", version);
     req.put("profile", conf(spark, PROFILE));
+    req.put("opted_out", optedOut);
     ArrayNode lines = req.putArray("actions");
     actions.forEach(lines::add);
     JsonNode res = RuleService.get(python(spark)).call(req);
     if (!res.path("ok").asBoolean(false)) {
-      FileSystem fs = root.getFileSystem(hadoopConf);
-      for (JsonNode p : res.path("delete")) {
-        fs.delete(new Path(p.asText()), false);
+      removeAttempt(root, logDir, version, res.path("delete"), hadoopConf);
+      if (optedOut && res.has("profile") && !res.has("error")) {
+        throw new GuardUnavailableException(optedOutRefusal(res.path("profile").asText(), root.toString()));
       }
       refuseIfViolated(res);
     }
     requireCompleteFor(spark, res);
+  }
+
+  /** The writer profile of the table this commit leaves: its own protocol/metadata, else the table's. */
+  private static String writerProfileOf(SparkSession spark, Path root, List<String> actions) throws IOException {
+    JsonNode protocol = null;
+    JsonNode metadata = null;
+    for (String line : actions) {
+      if (line.contains("\"protocol\"") || line.contains("\"metaData\"")) {
+        JsonNode a = JSON.readTree(line);
+        protocol = a.has("protocol") ? a.get("protocol") : protocol;
+        metadata = a.has("metaData") ? a.get("metaData") : metadata;
+      }
+    }
+    String found = writerProfile(protocol, metadata);
+    if (found != null || (protocol != null && metadata != null)) {
+      return found;
+    }
+    org.apache.spark.sql.delta.Snapshot snapshot = DeltaLog.forTable(spark, root).unsafeVolatileSnapshot();
+    if (snapshot.version() < 0) {
+      return null;
+    }
+    return writerProfile(
+        protocol != null ? protocol : JSON.readTree(snapshot.protocol().json()).get("protocol"),
+        metadata != null ? metadata : JSON.readTree(snapshot.metadata().json()).get("metaData"));
+  }
+
+  /**
+   * Removes what a refused attempt left: the data files the rule service named (only files no
+   * earlier version references), then every directory that held one of them and is now empty
+   * (partition directories, random-prefix directories: Delta made them for this attempt), up to the
+   * table root, and for a table's first commit its empty {@code _delta_log}. On object stores
+   * directories do not exist and only the files go.
+   */
+  private static void removeAttempt(Path root, Path logDir, long version, JsonNode delete, Configuration hadoopConf)
+      throws IOException {
+    FileSystem fs = root.getFileSystem(hadoopConf);
+    String top = fs.makeQualified(root).toUri().getPath();
+    java.util.Set<Path> parents = new java.util.TreeSet<>(
+        (a, b) -> Integer.compare(b.toUri().getPath().length(), a.toUri().getPath().length()) != 0
+            ? Integer.compare(b.toUri().getPath().length(), a.toUri().getPath().length())
+            : a.compareTo(b));
+    for (JsonNode p : delete) {
+      Path file = fs.makeQualified(new Path(p.asText()));
+      fs.delete(file, false);
+      for (Path d = file.getParent(); d != null && d.toUri().getPath().startsWith(top + "/"); d = d.getParent()) {
+        parents.add(d);
+      }
+    }
+    for (Path d : parents) {  // deepest first
+      if (fs.exists(d) && fs.listStatus(d).length == 0) {
+        fs.delete(d, false);
+      }
+    }
+    if (version == 0 && fs.exists(logDir) && fs.listStatus(logDir).length == 0) {
+      fs.delete(logDir, false);
+    }
   }
 
   private static void refuseIfViolated(JsonNode res) throws IOException {
