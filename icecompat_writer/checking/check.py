@@ -152,8 +152,8 @@ _HOLDING_FEATURES: tuple[tuple[str, str], ...] = (
 
 
 def held_profile(configuration: Any, protocol: Any) -> str | None:
-    """The profile a table is held to: the one its properties declare, else the writer profile of a
-    writer-compat feature its protocol lists.
+    """The profile a table is held to: the writer profile its properties declare, else the writer
+    profile of a writer-compat feature its protocol lists, else the profile its properties declare.
 
     A protocol feature outlives the property that asked for it (Delta never drops a feature on a
     property change), and delta-spark keeps enforcing nothing of it: a table whose property was set
@@ -161,13 +161,13 @@ def held_profile(configuration: Any, protocol: Any) -> str | None:
     is checked against that profile, where the false property is itself a violation.
     """
     declared = declared_profile(configuration)
-    if declared is not None:
+    if declared in WRITER_PROFILES:
         return declared
     features = set(getattr(protocol, "writer_features", None) or ())
     for feature, profile in _HOLDING_FEATURES:
         if feature in features:
             return profile
-    return None
+    return declared
 
 
 def _write_rule_findings(configuration: Any) -> list[Violation]:

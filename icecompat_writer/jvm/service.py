@@ -90,19 +90,21 @@ def _plan_metadata(req: Mapping[str, Any]) -> dict[str, Any]:
         if req.get("creating"):
             new = _keep_mapping_mode(new, previous.metadata)
     held = _held_profile(previous)
-    profile = _profile_for(str(req.get("profile") or ""), new.configuration) or held
+    requested = str(req.get("profile") or "")
+    target = _switch_target(held, declared_profile(new.configuration))
+    profile = requested or target or held
     if profile is None:
         return {"ok": True, "profile": None, "metadata": None}
     where = f"in the metadata of {req.get('table')}"
-    if previous is not None and not req.get("creating") and held is not None:
-        # An ALTER that switches the table's profile off (SET ... 'false', UNSET): refused, never
-        # planned back (a planned-back property would make the UNSET a silent no-op).
-        if declared_profile(new.configuration) is None and not req.get("profile"):
-            from icecompat_writer.planning import validate
+    if previous is not None and not req.get("creating") and held is not None and target is None:
+        # An ALTER that switches the table's profile off or down (SET ... 'false', UNSET): refused,
+        # never planned back (a planned-back property would make the UNSET a silent no-op).
+        from icecompat_writer.planning import validate
 
-            dropped = validate(held, new, previous.protocol, previous)
-            if dropped:
-                return _refusal(held, dropped, where)
+        dropped = validate(held, new, previous.protocol, previous)
+        enabling = [v for v in dropped if v.rule.endswith("-ENABLED")]
+        if dropped:
+            return _refusal(held, enabling or dropped, where)
     problems = _write_rule_violations(new, previous)
     if problems:
         return _refusal(profile, problems, where)
@@ -132,6 +134,19 @@ def _plan_metadata(req: Mapping[str, Any]) -> dict[str, Any]:
         "metadata": metadata.to_json(),
         "changes": [str(c) for c in planned.changes],
     }
+
+
+# Profile moves a metadata change may make (the files permitting): from no profile to any, and from
+# v3 to writer-v3 (which holds everything v3 holds). Any other change of the declared profile drops
+# requirements the table's readers rely on.
+_UPGRADES = frozenset({("v3", "writer-v3")})
+
+
+def _switch_target(held: str | None, declared: str | None) -> str | None:
+    """The profile a metadata change moves the table to, or None when it moves it to none or down."""
+    if declared is None or held is None or declared == held or (held, declared) in _UPGRADES:
+        return declared
+    return None
 
 
 def _asked(new: Any, previous: Any) -> dict[str, str]:
@@ -167,7 +182,7 @@ def _files_below(profile: str, planned: Any, previous: Any, table: str) -> list[
     from icecompat_writer.checking.footers import file_facts
     from icecompat_writer.deltalog import read_snapshot
     from icecompat_writer.planning import validate
-    from icecompat_writer.rules.context import Scope
+    from icecompat_writer.rules.model import Scope
 
     root = _local_root(table)
     snapshot = read_snapshot(root)
