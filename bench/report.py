@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
+from . import bench_guard
 from .bench_checker import CheckerRow
 from .bench_iceberg import IcebergRow
 from .bench_planning import PlanningRow
@@ -61,6 +62,8 @@ class Results:
     profiles_of_misses: dict[str, str]
     elapsed_s: float = 0.0
     load_at_end: str = ""
+    guard: list[bench_guard.GuardRow] = field(default_factory=list)
+    guard_runs: int = 0
 
 
 @dataclass(frozen=True)
@@ -194,6 +197,10 @@ def targets(r: Results) -> list[Target]:
             "" if at_size else "quick run: measured below the target's size, indicative only",
         )
     )
+    if r.guard:
+        for what, measured, goal, met in bench_guard.targets(r.guard):
+            note = "" if met is not None else "quick run: measured below the target's size, indicative only"
+            out.append(Target(what, measured, goal, met, note))
     return out
 
 
@@ -466,6 +473,8 @@ def markdown(r: Results) -> str:
     lines += _planning_section(r)
     lines += _checker_section(r)
     lines += _iceberg_section(r)
+    if r.guard:
+        lines += bench_guard.section(r.guard, r.guard_runs)
     lines += _misses_section(r, rows)
     return "\n".join(lines).rstrip() + "\n"
 

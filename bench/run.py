@@ -3,7 +3,8 @@
 Run with ``bin/bench [--quick] [--out DIR] [--runs N]`` (or ``.venv/bin/python -m bench.run``). One
 Spark session for everything (a lean local one, or the caller's: ``run(spark=...)``), sections in this
 order: write overhead (``bench_write``), planning (``bench_planning``), checker and footer checks
-(``bench_checker``), Iceberg metadata emission (``bench_iceberg``). Progress goes to stderr.
+(``bench_checker``), Iceberg metadata emission (``bench_iceberg``), the session guard's cost on a SQL
+``INSERT`` (``bench_guard``). Progress goes to stderr.
 
 ``--quick`` uses tiny sizes and two runs (about two minutes): it shows that the harness works, which is
 what the smoke test runs. The full run is sized to finish in under 30 minutes on two idle cores:
@@ -26,7 +27,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make ``bench`` and the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import bench_checker, bench_iceberg, bench_planning, bench_write, report
+from bench import bench_checker, bench_guard, bench_iceberg, bench_planning, bench_write, report
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "docs"
 PROFILES = ["v3", "writer-v1"]
@@ -47,6 +48,8 @@ class Config:
     footer_files: int
     iceberg_sizes: list[int]
     iceberg_runs: int
+    guard_rows: list[int]
+    guard_runs: int
 
 
 # Full: 10,000,000-row writes dominate (see docs/benchmarks.md for the run time they add up to).
@@ -62,6 +65,8 @@ FULL = Config(
     footer_files=300,
     iceberg_sizes=[1_000, 10_000, 100_000],
     iceberg_runs=5,
+    guard_rows=[1, 10_000_000],
+    guard_runs=1,
 )
 QUICK = Config(
     write_rows=[1, 10_000],
@@ -75,6 +80,8 @@ QUICK = Config(
     footer_files=40,
     iceberg_sizes=[1_000],
     iceberg_runs=2,
+    guard_rows=[1, 100_000],
+    guard_runs=1,
 )
 
 
@@ -160,6 +167,7 @@ def run(
         )
         footers = footer_checks(spark, cfg.footer_files, cfg.checker_runs, say)
         iceberg = bench_iceberg.measure(cfg.iceberg_sizes, cfg.iceberg_runs, progress=say)
+        guard = bench_guard.measure(spark, cfg.guard_rows, cfg.guard_runs, progress=say)
         results = report.Results(
             quick=quick,
             machine=machine,
@@ -173,6 +181,8 @@ def run(
             iceberg=iceberg,
             iceberg_runs=cfg.iceberg_runs,
             profiles_of_misses={},
+            guard=guard,
+            guard_runs=cfg.guard_runs,
         )
         fixed_rows = min(cfg.write_rows)
         for t in report.targets(results):
