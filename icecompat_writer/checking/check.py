@@ -519,15 +519,18 @@ def _claimed_facts(snapshot: Snapshot, selected: range | set[int]) -> dict[int, 
     """The claims (:func:`_claims`) of the files the file rules can say something about, by index.
 
     Those are the files whose footers are read and the files whose claims alone break a rule: no
-    ``numRecords``, or a deletion vector. For any other file every file rule is silent (a rule that
-    reads a footer skips a file without one), so its facts need not exist: at 100,000 files, building
-    them all would cost more than the rest of a ``files="none"`` check. The columns find both kinds
-    without building an AddFile; a test holds every file rule of the catalog to this.
+    ``numRecords``, a deletion vector, or (row tracking on) no row ids. For any other file every file
+    rule is silent (a rule that reads a footer skips a file without one), so its facts need not
+    exist: at 100,000 files, building them all would cost more than the rest of a ``files="none"``
+    check. The columns find all three without building an AddFile; a test holds every file rule of
+    the catalog to this.
     """
     files = snapshot.files
     wanted = set(selected)
     wanted.update(files.missing_num_records())
     wanted.update(files.with_deletion_vectors())
+    if str(snapshot.metadata.configuration.get("delta.enableRowTracking", "")).strip().lower() == "true":
+        wanted.update(files.missing_row_ids())
     indices = sorted(wanted)
     return {i: _claims(add) for i, add in zip(indices, files.get_many(indices), strict=True)}
 

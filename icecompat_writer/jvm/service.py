@@ -268,12 +268,12 @@ def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:
             return {"ok": True, "profile": None}
         return {"ok": False, "profile": profile, "report": "", "violations": [], "delete": delete()}
     context = f"in commit {version} of {root}"
+    violations = _features_ahead(profile, protocol, previous)
     outside = [a.path for a in adds if resolve_data_path(root, a.path) is None]
     if outside:
         from icecompat_writer.writing.compose import shallow_clone_violations
 
-        return _refusal(profile, shallow_clone_violations(outside), context, delete())
-    violations = _features_ahead(profile, protocol, previous)
+        violations += shallow_clone_violations(outside)
     facts = [file_facts(root, add) for add in adds]
     violations += validate(profile, metadata, protocol, previous, files=facts)
     if not violations:
