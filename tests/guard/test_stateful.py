@@ -278,13 +278,17 @@ def _report(label: str) -> None:
 
 def test_random_sequences_keep_guarded_tables_compliant(spark: Any, tmp_path: Path) -> None:
     COUNTS.clear()
-    _run(spark, tmp_path, examples=2, steps=6)
-    _report("stateful")
+    try:
+        _run(spark, tmp_path, examples=2, steps=6)
+    finally:
+        _report("stateful")
 
 
 @pytest.mark.soak
 def test_random_sequences_soak(spark: Any, tmp_path: Path) -> None:
     COUNTS.clear()
     examples = int(os.environ.get("ICECOMPAT_SOAK_EXAMPLES", "300"))
-    _run(spark, tmp_path, examples=examples, steps=12)
-    _report("soak")
+    try:
+        _run(spark, tmp_path, examples=examples, steps=12)
+    finally:
+        _report("soak")
