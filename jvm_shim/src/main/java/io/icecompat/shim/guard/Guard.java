@@ -30,8 +30,10 @@ import scala.Option;
  * #checkCommit}), which validates the final protocol, metadata and new files before the commit file
  * exists. Both ask the {@link RuleService}: the rules run in one place.
  *
- * <p>A session is guarded when {@value #ENABLED} is true or {@value #PROFILE} names a profile. A
- * guarded session whose pieces are not all in place (the session extension, the agent's hook, the
+ * <p>A session is guarded unless {@value #ENABLED} is {@code false} and {@value #PROFILE} is
+ * unset; such an opted-out session refuses writes to tables that declare a writer profile instead
+ * of letting delta-spark write them unplanned, and a refused commit's files and the directories
+ * made for them are removed. A guarded session whose pieces are not all in place (the session extension, the agent's hook, the
  * log store) fails its first guarded write with {@link GuardUnavailableException}: Spark only logs
  * a warning for an extension it could not load, and a guard that silently does nothing is worse
  * than none.
