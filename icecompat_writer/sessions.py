@@ -233,17 +233,25 @@ def _refuse_foreign_running_session() -> None:
 
 
 def configure(
-    builder: SparkSession.Builder, *, lean: bool = True, guard: bool = False, profile: str | None = None
+    builder: SparkSession.Builder,
+    *,
+    lean: bool = True,
+    guard: bool | None = None,
+    profile: str | None = None,
 ) -> SparkSession.Builder:
     """Add Delta, the shim jars, the session guard and (optionally) lean local defaults to a builder.
 
     ``spark.jars`` and ``spark.sql.extensions`` are appended to; ``spark.sql.catalog.spark_catalog`` is
     set only when the user has not chosen one. The guard's static pieces (its extension and log
     store on every scheme, see :func:`guard_log_store_settings`) are always installed, because they
-    cannot be added once the session runs; they do nothing
-    until the guard is on: ``guard=True`` (or ``spark.icecompat.guard.enabled=true`` at any time)
-    checks Delta writes to tables that declare a profile, ``profile=...`` (``spark.icecompat.profile``)
-    holds every Delta write of the session to that profile. Returns the same builder for chaining.
+    cannot be added once the session runs. The guard is on: every Delta write to a table that
+    declares a profile is planned and checked. ``guard=False`` (``spark.icecompat.guard.enabled=false``)
+    opts out: such a session refuses writes to tables that declare a writer profile instead of
+    letting delta-spark (which accepts the writer-compat properties only because of the package's
+    driver agent) corrupt them. ``guard=None`` keeps a value already on the builder, else turns the
+    guard on. ``profile=...`` (``spark.icecompat.profile``) holds every Delta write of the session to
+    that profile. Python exceptions for the guard's refusals are installed for the process
+    (:func:`icecompat_writer.jvm.bridge.install_exception_hook`). Returns the same builder.
     """
     options = _builder_options(builder)
     if _is_connect(options):
@@ -266,8 +274,8 @@ def configure(
         log.warning(note)
     if GUARD_PYTHON_KEY not in options:
         builder.config(GUARD_PYTHON_KEY, sys.executable)
-    if guard:
-        builder.config(GUARD_ENABLED_KEY, "true")
+    if guard is not None or GUARD_ENABLED_KEY not in options:
+        builder.config(GUARD_ENABLED_KEY, "false" if guard is False else "true")
     if profile is not None:
         builder.config(GUARD_PROFILE_KEY, profile)
     builder.config(
@@ -276,6 +284,7 @@ def configure(
     )
     if "spark.sql.catalog.spark_catalog" not in options:
         builder.config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+    bridge.install_exception_hook()
     if lean:
         for key, value in LEAN_DEFAULTS.items():
             if key not in options:
@@ -344,9 +353,11 @@ def spark_defaults(relative_to: Path | None = None) -> str:
 
 
 def session(
-    app_name: str = "icecompat", *, guard: bool = False, profile: str | None = None, **conf: str
+    app_name: str = "icecompat", *, guard: bool | None = None, profile: str | None = None, **conf: str
 ) -> SparkSession:
     """A local SparkSession with Delta and the shim loaded (or the running one, if it already has them).
+
+    The session guard is on unless ``guard=False`` (see :func:`configure`).
 
     Spark settings are passed as keyword arguments with their full names, e.g.
     ``session(**{"spark.sql.warehouse.dir": "/data/wh"})``. The Delta version the session runs is

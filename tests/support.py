@@ -145,3 +145,15 @@ def session_conf(spark: Any, confs: dict[str, str]) -> Iterator[None]:
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+
+
+def tree_state(root: Path) -> dict[str, str]:
+    """:func:`tree_digest` plus every directory (``<dir>/`` -> ``dir``): equal states mean that no
+    file and no directory was added, removed or changed below ``root``."""
+    if not root.exists():
+        return {}
+    state = tree_digest(root)
+    for p in sorted(root.rglob("*")):
+        if p.is_dir():
+            state[f"{p.relative_to(root)}/"] = "dir"
+    return state

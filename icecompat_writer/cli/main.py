@@ -247,7 +247,11 @@ def _guard_rows(spark: Any) -> list[tuple[str, bool, str]]:
 
     status = bridge.guard_status(spark)
     missing = list(status["missing"])
-    state = "on" if status["guarded"] else "off (neither spark.icecompat.guard.enabled nor .profile set)"
+    state = (
+        "on"
+        if status["guarded"]
+        else "off (spark.icecompat.guard.enabled=false: writes to writer-profile tables are refused)"
+    )
     if status["profile"]:
         state += f", session profile {status['profile']}"
     rows = [

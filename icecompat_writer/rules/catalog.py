@@ -417,6 +417,12 @@ def _column_mapping_rules() -> list[Rule]:
     ]
 
 
+# Rules about what Delta itself writes into the AddFile at commit time (row ids): files verified
+# before their commit (compat_write, upgrade) cannot have it yet; the commit check and the checker
+# hold it on the committed AddFiles.
+ASSIGNED_AT_COMMIT = frozenset({"ICV3-ROW-IDS-ASSIGNED"})
+
+
 def _row_tracking_rules() -> list[Rule]:
     return [
         Rule(
@@ -442,6 +448,17 @@ def _row_tracking_rules() -> list[Rule]:
             also=(P_ROW_TRACKING,),
             params={"features": ["rowTracking", "domainMetadata"]},
             autofix="adds rowTracking and domainMetadata to writerFeatures",
+        ),
+        Rule(
+            "ICV3-ROW-IDS-ASSIGNED",
+            V3S,
+            "row_ids_assigned",
+            checks="With row tracking enabled, every live AddFile has baseRowId and defaultRowCommitVersion.",
+            message="file {file} has {observed}, although row tracking is enabled",
+            fix="rewrite the file so that it gets row ids (" + UPGRADE + ")",
+            clause=P_ROW_TRACKING,
+            also=(R3_WRITER,),
+            params={"key": "delta.enableRowTracking"},
         ),
         Rule(
             "ICV3-ROW-TRACKING-NOT-SUSPENDED",

@@ -544,6 +544,28 @@ def _num_records_present(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
             )
 
 
+@kind("row_ids_assigned", Scope.FILE, params=("key",), fields=("file",))
+def _row_ids_assigned(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
+    """With row tracking enabled, every AddFile carries ``baseRowId`` and ``defaultRowCommitVersion``."""
+    if str(ctx.metadata.configuration.get(rule.params["key"], "")).strip().lower() != "true":
+        return
+    for f in ctx.files:
+        missing = [
+            name
+            for name, value in (
+                ("baseRowId", f.base_row_id),
+                ("defaultRowCommitVersion", f.default_row_commit_version),
+            )
+            if value is None
+        ]
+        if missing:
+            yield _f(
+                observed="no " + " and no ".join(missing),
+                expected="baseRowId and defaultRowCommitVersion",
+                file=f.path,
+            )
+
+
 @kind("no_deletion_vector_files", Scope.FILE, fields=("file",))
 def _no_deletion_vector_files(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """No AddFile carries a deletion vector."""

@@ -33,7 +33,7 @@ from icecompat_writer.checking.check import CheckFinding, snapshot_facts, violat
 from icecompat_writer.deltalog import AddFile, Metadata, TableState, read_snapshot
 from icecompat_writer.errors import CompatViolation, IcecompatError, UpgradeRefused, Violation
 from icecompat_writer.planning import Change, Plan, get_profile, plan, validate
-from icecompat_writer.rules.catalog import layer_rule
+from icecompat_writer.rules.catalog import ASSIGNED_AT_COMMIT, layer_rule
 from icecompat_writer.rules.context import CM_MODE_KEY, column_mapping_mode
 from icecompat_writer.rules.model import Scope
 from icecompat_writer.schema import (
@@ -306,6 +306,8 @@ def _short_files(profile: str, planned: Plan, previous: TableState, facts: list[
     found = validate(profile, planned.metadata, planned.protocol, previous, files=facts, scopes={Scope.FILE})
     by_file: dict[str, set[str]] = {}
     for v in found:
+        if v.rule in ASSIGNED_AT_COMMIT:  # kept files are re-added, and Delta gives them row ids then
+            continue
         path = violation_file(v)
         if path is None:  # every file rule names its file; anything else is a bug worth stopping for
             raise IcecompatError(f"a file rule's violation names no file: {v.render()}")

@@ -528,6 +528,27 @@ def _property_value_problem(key: str, value: str) -> tuple[str, str] | None:
     return None
 
 
+def shallow_clone_violations(paths: Sequence[str]) -> list[Violation]:
+    """A commit that references data files outside its table (a SHALLOW CLONE) is refused.
+
+    The files belong to another table: its VACUUM, OPTIMIZE or REPLACE can delete them under the
+    clone, an Iceberg reader resolves them against the clone's location, and ``icecompat check`` does
+    not read outside the table it audits. A compliant copy is a DEEP CLONE or ``compat_write``.
+    """
+    return [
+        write_violation(
+            "DELTA-WRITE-SHALLOW-CLONE",
+            "",
+            f"the commit references {len(paths)} data file(s) outside the table, e.g. {paths[0]!r}: a "
+            "shallow clone shares another table's files, which the guard and `icecompat check` cannot "
+            "hold to the clone's profile",
+            "make a DEEP CLONE (CREATE TABLE ... DEEP CLONE ...) or copy the rows with compat_write",
+            observed=paths[0],
+            expected="files inside the table",
+        )
+    ]
+
+
 def runtime_violations(
     metadata: Metadata, protocol: Protocol, asked: Mapping[str, str] | None
 ) -> list[Violation]:

@@ -85,7 +85,16 @@ def error_text(e: BaseException) -> str:
 
 
 def sql(spark: Any, text: str) -> None:
-    spark.sql(text).collect()
+    """Run ``text`` as delta-spark alone runs it: the oracle is delta-spark, so the session guard
+    (on by default in the shared session) must not plan or refuse it. The statement runs on this
+    thread's JVM thread marked trusted, the way compat_write's own writes are (py4j pins each Python
+    thread to one JVM thread)."""
+    guard = spark._jvm.io.icecompat.shim.guard.Guard
+    guard.enterTrusted()
+    try:
+        spark.sql(text).collect()
+    finally:
+        guard.exitTrusted()
 
 
 # --------------------------------------------------------------------------------------------------
