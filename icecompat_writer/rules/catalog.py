@@ -936,12 +936,16 @@ def _layer_rules() -> list[Rule]:
             "IcebergCompatV3",
         ),
         Rule(
-            "DELTA-WRITE-SHALLOW-CLONE", ALL, None,
+            "DELTA-WRITE-SHALLOW-CLONE",
+            ALL,
+            None,
             checks="A commit adds no data file outside the table's own directory (a SHALLOW CLONE).",
             message="the commit references data files of another table",
             fix="make a DEEP CLONE (CREATE TABLE ... DEEP CLONE ...) or copy the rows with compat_write",
-            clause=_WRITE_CLAUSE, stages=(Stage.COMMIT,), layer="icecompat_writer.jvm.service",
-        ),  # fmt: skip
+            clause=_WRITE_CLAUSE,
+            stages=(Stage.COMMIT,),
+            layer="icecompat_writer.jvm.service",
+        ),
         _emit_rule(
             "ICEBERG-EMIT-TYPE",
             "Every column's type has an Iceberg counterpart the emitter writes.",
