@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 from icecompat_writer.errors import CompatViolation
 from icecompat_writer.jvm.bridge import translate_exception
 from tests.objectstores import S3Server
-from tests.support import expected_field_ids
+from tests.support import expected_field_ids, unguarded_sql
 
 pytestmark = pytest.mark.spark
 
@@ -96,9 +96,7 @@ def test_insert_into_a_non_compliant_writer_v1_table_on_s3a_is_refused_at_commit
     bucket = s3_server.new_bucket()
     uri = f"s3a://{bucket}/t"
     writer_v1_table(guarded, uri)
-    guarded.conf.unset("spark.icecompat.guard.enabled")
-    spark.sql(f"ALTER TABLE delta.`{uri}` ADD COLUMNS (tiny TINYINT)")  # Delta itself allows it
-    guarded.conf.set("spark.icecompat.guard.enabled", "true")
+    unguarded_sql(spark, f"ALTER TABLE delta.`{uri}` ADD COLUMNS (tiny TINYINT)")  # Delta allows it
     before = s3_server.bucket_digest(bucket)
     # No metadata change: only the commit check sees the INSERT, after its data file was written.
     err = refusal(lambda: guarded.sql(f"INSERT INTO delta.`{uri}` (id, p, tiny) VALUES (1, 'a', 2)"))

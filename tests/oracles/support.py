@@ -21,6 +21,7 @@ from icecompat_writer.errors import CompatViolation, Violation
 from icecompat_writer.planning import plan, validate
 from icecompat_writer.rules.catalog import RULES_BY_ID
 from icecompat_writer.rules.model import Scope
+from tests.support import unguarded_sql
 
 # The docs section that lists every difference the oracle tests assert.
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "profiles.md"
@@ -86,15 +87,8 @@ def error_text(e: BaseException) -> str:
 
 def sql(spark: Any, text: str) -> None:
     """Run ``text`` as delta-spark alone runs it: the oracle is delta-spark, so the session guard
-    (on by default in the shared session) must not plan or refuse it. The statement runs on this
-    thread's JVM thread marked trusted, the way compat_write's own writes are (py4j pins each Python
-    thread to one JVM thread)."""
-    guard = spark._jvm.io.icecompat.shim.guard.Guard
-    guard.enterTrusted()
-    try:
-        spark.sql(text).collect()
-    finally:
-        guard.exitTrusted()
+    (on by default in the shared session) must not plan or refuse it."""
+    unguarded_sql(spark, text)
 
 
 # --------------------------------------------------------------------------------------------------
