@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
+from . import bench_guard
 from .bench_checker import CheckerRow
 from .bench_iceberg import IcebergRow
 from .bench_planning import PlanningRow
@@ -66,6 +67,8 @@ class Results:
     storage: StorageRow | None = None  # check on a local S3 server against local disk
     elapsed_s: float = 0.0
     load_at_end: str = ""
+    guard: list[bench_guard.GuardRow] = field(default_factory=list)
+    guard_runs: int = 0
 
 
 @dataclass(frozen=True)
@@ -219,6 +222,10 @@ def targets(r: Results) -> list[Target]:
                 r.storage.ranged_per_footer <= 1.0,
             )
         )
+    if r.guard:
+        for what, measured, goal, met in bench_guard.targets(r.guard):
+            note = "" if met is not None else "quick run: measured below the target's size, indicative only"
+            out.append(Target(what, measured, goal, met, note))
     return out
 
 
@@ -493,6 +500,8 @@ def markdown(r: Results) -> str:
     lines += _iceberg_section(r)
     if r.storage is not None:
         lines += storage_section(r.storage)
+    if r.guard:
+        lines += bench_guard.section(r.guard, r.guard_runs)
     lines += _misses_section(r, rows)
     return "\n".join(lines).rstrip() + "\n"
 

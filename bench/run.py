@@ -4,7 +4,8 @@ Run with ``bin/bench [--quick] [--out DIR] [--runs N]`` (or ``.venv/bin/python -
 Spark session for everything (a lean local one, or the caller's: ``run(spark=...)``), sections in this
 order: write overhead (``bench_write``), planning (``bench_planning``), checker and footer checks
 (``bench_checker``), Iceberg metadata emission (``bench_iceberg``), ``check`` on a local S3 server
-against local disk (``bench_storage``). Progress goes to stderr.
+against local disk (``bench_storage``), the session guard's cost on a SQL ``INSERT`` (``bench_guard``).
+Progress goes to stderr.
 
 ``--quick`` uses tiny sizes and two runs (about two minutes): it shows that the harness works, which is
 what the smoke test runs. The full run is sized to finish in under 30 minutes on two idle cores:
@@ -27,7 +28,15 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make ``bench`` and the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import bench_checker, bench_iceberg, bench_planning, bench_storage, bench_write, report
+from bench import (
+    bench_checker,
+    bench_guard,
+    bench_iceberg,
+    bench_planning,
+    bench_storage,
+    bench_write,
+    report,
+)
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "docs"
 PROFILES = ["v3", "writer-v1"]
@@ -48,6 +57,8 @@ class Config:
     footer_files: int
     iceberg_sizes: list[int]
     iceberg_runs: int
+    guard_rows: list[int]
+    guard_runs: int
     storage_files: int = 2000
 
 
@@ -64,6 +75,8 @@ FULL = Config(
     footer_files=300,
     iceberg_sizes=[1_000, 10_000, 100_000],
     iceberg_runs=5,
+    guard_rows=[1, 10_000_000],
+    guard_runs=1,
 )
 QUICK = Config(
     write_rows=[1, 10_000],
@@ -77,6 +90,8 @@ QUICK = Config(
     footer_files=40,
     iceberg_sizes=[1_000],
     iceberg_runs=2,
+    guard_rows=[1, 100_000],
+    guard_runs=1,
     storage_files=100,
 )
 
@@ -164,6 +179,7 @@ def run(
         footers = footer_checks(spark, cfg.footer_files, cfg.checker_runs, say)
         iceberg = bench_iceberg.measure(cfg.iceberg_sizes, cfg.iceberg_runs, progress=say)
         stored = bench_storage.measure(cfg.storage_files, cfg.checker_runs, progress=say)
+        guard = bench_guard.measure(spark, cfg.guard_rows, cfg.guard_runs, progress=say)
         results = report.Results(
             quick=quick,
             machine=machine,
@@ -178,6 +194,8 @@ def run(
             iceberg_runs=cfg.iceberg_runs,
             profiles_of_misses={},
             storage=stored,
+            guard=guard,
+            guard_runs=cfg.guard_runs,
         )
         fixed_rows = min(cfg.write_rows)
         for t in report.targets(results):

@@ -30,7 +30,9 @@ class Violation:
     """One broken requirement: which rule, where in the table, what was seen, and how to fix it.
 
     ``path`` is the column path with nested levels spelled out (``a.b.element.c``, ``m.key.x``), or
-    ``""`` when the rule is about the table as a whole (protocol, properties).
+    ``""`` when the rule is about the table as a whole (protocol, properties). ``values`` are the
+    further values the rule's message was filled with (``file`` for a data file, ``key``, ...), kept
+    as data so that nobody has to read them back out of the message.
     """
 
     profile: str
@@ -41,6 +43,7 @@ class Violation:
     observed: str | None = None
     expected: str | None = None
     clause: str = field(default="", compare=False)
+    values: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def render(self) -> str:
         """One human-readable line: profile, rule id, column, what is wrong, the fix."""

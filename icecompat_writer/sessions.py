@@ -8,6 +8,7 @@ replaced: a team's own extensions keep working.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Iterable, Mapping
@@ -21,10 +22,14 @@ from .jvm import bridge
 __all__ = [
     "DELTA_CATALOG",
     "DELTA_EXTENSION",
+    "GUARD_SCHEMES",
     "LEAN_DEFAULTS",
     "SHIM_JAR_NAME",
     "configure",
+    "delegate_key",
+    "guard_log_store_settings",
     "jars_dir",
+    "log_store_key",
     "runtime_jars",
     "session",
     "spark_defaults",
@@ -39,9 +44,15 @@ JARS_DIR_ENV = "ICECOMPAT_JARS_DIR"
 GUARD_EXTENSION = "io.icecompat.shim.guard.GuardExtension"
 GUARD_LOG_STORE = "io.icecompat.shim.guard.GuardedLogStore"
 LOG_STORE_KEY = "spark.delta.logStore.file.impl"
+# Every scheme Delta picks a log store for by name (s3/s3a/s3n, the Azure schemes, gs) plus the local and
+# HDFS ones: each gets the guard's log store, which wraps the scheme's own Delta store (its delegate).
+GUARD_SCHEMES = ("file", "hdfs", "s3", "s3a", "s3n", "abfs", "abfss", "adl", "wasb", "wasbs", "gs")
+GLOBAL_LOG_STORE_KEYS = ("spark.delta.logStore.class", "delta.logStore.class")
 GUARD_ENABLED_KEY = "spark.icecompat.guard.enabled"
 GUARD_PROFILE_KEY = "spark.icecompat.profile"
 GUARD_PYTHON_KEY = "spark.icecompat.python"
+
+log = logging.getLogger(__name__)
 
 # Small, local, quiet: what a laptop, a notebook and a 2-core CI machine want by default. Every entry
 # is only a default; a value the caller sets wins.
@@ -122,6 +133,81 @@ def _is_connect(options: Mapping[str, str]) -> bool:
     return bool(os.environ.get("SPARK_REMOTE")) or os.environ.get("SPARK_CONNECT_MODE_ENABLED") == "1"
 
 
+def log_store_key(scheme: str) -> str:
+    """Delta's setting that picks the log store for ``scheme``'s tables."""
+    return f"spark.delta.logStore.{scheme}.impl"
+
+
+def delegate_key(scheme: str) -> str:
+    """The guard's setting for the store that really writes ``scheme``'s log (default: Delta's own)."""
+    return f"spark.icecompat.guard.logStore.{scheme}.delegate"
+
+
+def _named_schemes(options: Mapping[str, str]) -> list[str]:
+    """:data:`GUARD_SCHEMES` plus every scheme the options name a log store or a delegate for."""
+    found = list(GUARD_SCHEMES)
+    for key in options:
+        for prefix, suffix in (
+            ("spark.delta.logStore.", ".impl"),
+            ("delta.logStore.", ".impl"),
+            ("spark.icecompat.guard.logStore.", ".delegate"),
+        ):
+            if key.startswith(prefix) and key.endswith(suffix):
+                scheme = key[len(prefix) : -len(suffix)].lower()
+                if scheme and "." not in scheme and scheme not in found:
+                    found.append(scheme)
+    return found
+
+
+def guard_log_store_settings(options: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The log store settings the guard needs on top of ``options``, and what they do to the user's.
+
+    Every scheme's ``spark.delta.logStore.<scheme>.impl`` becomes the guard's log store. A store the
+    user chose for a scheme (``spark.delta.logStore.<scheme>.impl`` or Delta's unprefixed
+    ``delta.logStore.<scheme>.impl``) is kept: it becomes that scheme's delegate, which the guard's
+    store wraps, so its guarantees (e.g. multi-cluster mutual exclusion on S3) stay in force and the
+    guard still checks every commit; the returned notes say so. Refused with
+    :class:`SessionConfigError` naming the key: ``spark.delta.logStore.class`` (Delta allows it only
+    without any per-scheme key, and it would route every scheme past the check), and a scheme whose
+    store and delegate name two different classes.
+    """
+    for key in GLOBAL_LOG_STORE_KEYS:
+        value = options.get(key)
+        if value not in (None, GUARD_LOG_STORE):
+            raise SessionConfigError(
+                f"{key} is set to {value!r}: one log store for every scheme, which Delta does not allow "
+                "next to the per-scheme log stores the icecompat guard installs. Name your store per "
+                f"scheme instead ({log_store_key('<scheme>')}={value}); the guard then wraps it as "
+                f"{delegate_key('<scheme>')}"
+            )
+    if any(options.get(key) == GUARD_LOG_STORE for key in GLOBAL_LOG_STORE_KEYS):
+        return {}, []  # the guard's store already serves every scheme (and picks each delegate)
+    settings: dict[str, str] = {}
+    notes: list[str] = []
+    for scheme in _named_schemes(options):
+        key = log_store_key(scheme)
+        own = options.get(key) or options.get(key.removeprefix("spark."))
+        if own is not None and own != GUARD_LOG_STORE:
+            existing = options.get(delegate_key(scheme))
+            if existing not in (None, own):
+                raise SessionConfigError(
+                    f"{key} is {own!r} and {delegate_key(scheme)} is {existing!r}: two different log "
+                    f"stores for {scheme}:// tables. Keep one, as {delegate_key(scheme)} (the guard's "
+                    f"store {GUARD_LOG_STORE} wraps it)"
+                )
+            settings[delegate_key(scheme)] = own
+            notes.append(
+                f"{scheme}:// commits: your log store {own} is kept and wrapped by the icecompat guard "
+                f"({key}={GUARD_LOG_STORE}, {delegate_key(scheme)}={own})"
+            )
+        if options.get(key) != GUARD_LOG_STORE:
+            settings[key] = GUARD_LOG_STORE
+        short = key.removeprefix("spark.")
+        if options.get(short) not in (None, GUARD_LOG_STORE):
+            settings[short] = GUARD_LOG_STORE  # Delta refuses the two spellings with different values
+    return settings, notes
+
+
 def _refuse_foreign_running_session() -> None:
     """A classic session already running without our jars cannot be fixed: jars are static confs."""
     from pyspark import SparkContext
@@ -147,16 +233,25 @@ def _refuse_foreign_running_session() -> None:
 
 
 def configure(
-    builder: SparkSession.Builder, *, lean: bool = True, guard: bool = False, profile: str | None = None
+    builder: SparkSession.Builder,
+    *,
+    lean: bool = True,
+    guard: bool | None = None,
+    profile: str | None = None,
 ) -> SparkSession.Builder:
     """Add Delta, the shim jars, the session guard and (optionally) lean local defaults to a builder.
 
     ``spark.jars`` and ``spark.sql.extensions`` are appended to; ``spark.sql.catalog.spark_catalog`` is
     set only when the user has not chosen one. The guard's static pieces (its extension and log
-    store) are always installed, because they cannot be added once the session runs; they do nothing
-    until the guard is on: ``guard=True`` (or ``spark.icecompat.guard.enabled=true`` at any time)
-    checks Delta writes to tables that declare a profile, ``profile=...`` (``spark.icecompat.profile``)
-    holds every Delta write of the session to that profile. Returns the same builder for chaining.
+    store on every scheme, see :func:`guard_log_store_settings`) are always installed, because they
+    cannot be added once the session runs. The guard is on: every Delta write to a table that
+    declares a profile is planned and checked. ``guard=False`` (``spark.icecompat.guard.enabled=false``)
+    opts out: such a session refuses writes to tables that declare a writer profile instead of
+    letting delta-spark (which accepts the writer-compat properties only because of the package's
+    driver agent) corrupt them. ``guard=None`` keeps a value already on the builder, else turns the
+    guard on. ``profile=...`` (``spark.icecompat.profile``) holds every Delta write of the session to
+    that profile. Python exceptions for the guard's refusals are installed for the process
+    (:func:`icecompat_writer.jvm.bridge.install_exception_hook`). Returns the same builder.
     """
     options = _builder_options(builder)
     if _is_connect(options):
@@ -172,17 +267,15 @@ def configure(
         "spark.sql.extensions",
         _append_csv(options.get("spark.sql.extensions"), [DELTA_EXTENSION, GUARD_EXTENSION]),
     )
-    store = options.get(LOG_STORE_KEY)
-    if store not in (None, GUARD_LOG_STORE):
-        raise SessionConfigError(
-            f"{LOG_STORE_KEY} is already set to {store!r}; the icecompat guard needs its own log store "
-            f"({GUARD_LOG_STORE}, which extends Delta's default one for local and HDFS file systems) there"
-        )
-    builder.config(LOG_STORE_KEY, GUARD_LOG_STORE)
+    stores, notes = guard_log_store_settings(options)
+    for key, value in stores.items():
+        builder.config(key, value)
+    for note in notes:
+        log.warning(note)
     if GUARD_PYTHON_KEY not in options:
         builder.config(GUARD_PYTHON_KEY, sys.executable)
-    if guard:
-        builder.config(GUARD_ENABLED_KEY, "true")
+    if guard is not None or GUARD_ENABLED_KEY not in options:
+        builder.config(GUARD_ENABLED_KEY, "false" if guard is False else "true")
     if profile is not None:
         builder.config(GUARD_PROFILE_KEY, profile)
     builder.config(
@@ -191,6 +284,7 @@ def configure(
     )
     if "spark.sql.catalog.spark_catalog" not in options:
         builder.config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+    bridge.install_exception_hook()
     if lean:
         for key, value in LEAN_DEFAULTS.items():
             if key not in options:
@@ -245,18 +339,25 @@ def spark_defaults(relative_to: Path | None = None) -> str:
         "# The guard: every Delta write (SQL, DataFrameWriter V1/V2, Scala) to a table that declares a",
         "# profile is planned and checked by the same rules as compat_write. Set spark.icecompat.profile",
         "# (v3, writer-v1, writer-v3) to hold every Delta write of the job to one profile.",
-        f"{LOG_STORE_KEY}     {GUARD_LOG_STORE}",
         f"{GUARD_ENABLED_KEY}     true",
         "# The Python that runs the rules for the JVM (icecompat_writer must be importable from it).",
         f"{GUARD_PYTHON_KEY}     {shown_python()}",
+        "",
+        "# The guard's commit check, on every scheme: its log store wraps the scheme's own Delta log",
+        "# store (S3SingleDriverLogStore for s3/s3a/s3n, AzureLogStore, GCSLogStore, HDFSLogStore). To",
+        "# keep a log store of your own for a scheme, name it as the scheme's delegate, e.g.",
+        f"# {delegate_key('s3a')}  io.delta.storage.S3DynamoDBLogStore",
+        *(f"{log_store_key(scheme)}  {GUARD_LOG_STORE}" for scheme in GUARD_SCHEMES),
     ]
     return "\n".join(lines) + "\n"
 
 
 def session(
-    app_name: str = "icecompat", *, guard: bool = False, profile: str | None = None, **conf: str
+    app_name: str = "icecompat", *, guard: bool | None = None, profile: str | None = None, **conf: str
 ) -> SparkSession:
     """A local SparkSession with Delta and the shim loaded (or the running one, if it already has them).
+
+    The session guard is on unless ``guard=False`` (see :func:`configure`).
 
     Spark settings are passed as keyword arguments with their full names, e.g.
     ``session(**{"spark.sql.warehouse.dir": "/data/wh"})``. The Delta version the session runs is

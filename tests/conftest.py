@@ -41,8 +41,6 @@ def spark(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> Iter
             "spark.driver.extraJavaOptions": f"-Dderby.system.home={base / 'derby'}",
             "spark.sql.shuffle.partitions": "2",
             "spark.jars": ",".join(str(p) for p in s3a_test_jars()),
-            # Delta's log store for S3 (one writer per table at a time); the guard wraps it per scheme
-            "spark.delta.logStore.s3a.impl": "io.delta.storage.S3SingleDriverLogStore",
             **s3_server.spark_conf(),
         },
     )

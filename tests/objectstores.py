@@ -154,14 +154,35 @@ class S3Server:
             self.process.wait()
 
 
-def start_s3_server(log_dir: Path) -> S3Server:
-    """Start ``moto_server`` on a free loopback port and wait until it answers."""
+# moto's server app, served one request at a time: moto checks ``If-None-Match: *`` and then stores the
+# object without a lock, so two conditional PUTs handled on two threads can both pass the check; S3
+# itself decides them one after the other. Tests of conditional-create races use this server.
+_SERIAL_MOTO = """
+import sys
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+from werkzeug.serving import run_simple
+app = DomainDispatcherApplication(create_backend_app)
+run_simple(sys.argv[1], int(sys.argv[2]), app, threaded=False)
+"""
+
+
+def start_s3_server(log_dir: Path, *, serial: bool = False) -> S3Server:
+    """Start ``moto_server`` on a free loopback port and wait until it answers.
+
+    ``serial``: one request at a time (see ``_SERIAL_MOTO``), for races on conditional creates.
+    """
     port = _free_port()
     exe = Path(sys.executable).with_name("moto_server")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "moto.server"]
     log = open(log_dir / "moto.log", "wb")  # the server writes it until stop()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    proc = subprocess.Popen([*cmd, "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log, env=env)
+    env["MOTO_PORT"] = str(port)
+    argv = (
+        [sys.executable, "-c", _SERIAL_MOTO, "127.0.0.1", str(port)]
+        if serial
+        else [*cmd, "-H", "127.0.0.1", "-p", str(port)]
+    )
+    proc = subprocess.Popen(argv, stdout=log, stderr=log, env=env)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:

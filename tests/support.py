@@ -145,3 +145,28 @@ def session_conf(spark: Any, confs: dict[str, str]) -> Iterator[None]:
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+
+
+def tree_state(root: Path) -> dict[str, str]:
+    """:func:`tree_digest` plus every directory (``<dir>/`` -> ``dir``): equal states mean that no
+    file and no directory was added, removed or changed below ``root``."""
+    if not root.exists():
+        return {}
+    state = tree_digest(root)
+    for p in sorted(root.rglob("*")):
+        if p.is_dir():
+            state[f"{p.relative_to(root)}/"] = "dir"
+    return state
+
+
+def unguarded_sql(spark: Any, text: str) -> None:
+    """Run ``text`` as delta-spark alone runs it, past the session guard (on by default in the shared
+    session): for tests that need a table no guarded session would make. The statement runs on this
+    thread's JVM thread marked trusted, the way compat_write's own writes are (py4j pins each Python
+    thread to one JVM thread)."""
+    guard = spark._jvm.io.icecompat.shim.guard.Guard
+    guard.enterTrusted()
+    try:
+        spark.sql(text).collect()
+    finally:
+        guard.exitTrusted()

@@ -17,14 +17,11 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import html
 import json
 import os
 import random
-import re
 import stat
-import string
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +46,7 @@ __all__ = [
     "SnapshotFacts",
     "check_table",
     "declared_profile",
+    "held_profile",
     "parse_files_option",
     "reports_to_json",
     "snapshot_facts",
@@ -147,6 +145,43 @@ def declared_profile(configuration: Any) -> str | None:
     return None
 
 
+WRITER_PROFILES = frozenset({"writer-v1", "writer-v3"})
+# writer feature in the protocol -> the profile a table that lists it is held to (most specific first)
+_HOLDING_FEATURES: tuple[tuple[str, str], ...] = (
+    ("icebergWriterCompatV3", "writer-v3"),
+    ("icebergWriterCompatV1", "writer-v1"),
+)
+
+
+def held_profile(configuration: Any, protocol: Any) -> str | None:
+    """The profile a table is held to: the writer profile its properties declare, else the writer
+    profile of a writer-compat feature its protocol lists, else the profile its properties declare.
+
+    A protocol feature outlives the property that asked for it (Delta never drops a feature on a
+    property change), and delta-spark keeps enforcing nothing of it: a table whose property was set
+    to false still tells readers through its protocol that it is IcebergWriterCompat. Such a table
+    is checked against that profile, where the false property is itself a violation.
+    """
+    declared = declared_profile(configuration)
+    if declared in WRITER_PROFILES:
+        return declared
+    features = set(getattr(protocol, "writer_features", None) or ())
+    for feature, profile in _HOLDING_FEATURES:
+        if feature in features:
+            return profile
+    return declared
+
+
+def _write_rule_findings(configuration: Any) -> list[Violation]:
+    """Delta's own write rules (``DELTA-WRITE-*``) the table's log shows broken: table properties in
+    the Hadoop, Parquet and Spark namespaces reach the Hadoop configuration of every later write."""
+    from icecompat_writer.writing.compose import _check_properties
+
+    problems: list[Violation] = []
+    _check_properties(configuration, problems)
+    return problems
+
+
 def parse_files_option(text: str) -> tuple[str, int]:
     """``all`` | ``none`` | ``sample:N`` -> (kind, N)."""
     t = text.strip().lower()
@@ -162,39 +197,10 @@ def parse_files_option(text: str) -> tuple[str, int]:
     raise IcecompatError(f"--files takes all, none or sample:N (N > 0), not {text!r}")
 
 
-@functools.cache
-def _file_pattern(rule_id: str) -> re.Pattern[str] | None:
-    """A regex reading the ``{file}`` back out of a rule's rendered message (None: no file in it).
-
-    Violations carry the offending data file only inside their message (the rule templates put it
-    there); reports want it as a field, and the template is the one exact description of where it is.
-    """
-    from icecompat_writer.rules.catalog import RULES_BY_ID
-
-    rule = RULES_BY_ID.get(rule_id)
-    if rule is None or "{file}" not in rule.message:
-        return None
-    parts: list[str] = []
-    seen = False
-    for literal, name, _, _ in string.Formatter().parse(rule.message):
-        parts.append(re.escape(literal))
-        if name is None:
-            continue
-        if name == "file":
-            parts.append("(?P=file)" if seen else "(?P<file>.+)")
-            seen = True
-        else:
-            parts.append(".*?")
-    return re.compile("".join(parts) + r"\Z", re.DOTALL)
-
-
 def violation_file(v: Violation) -> str | None:
     """The data file a file-level violation is about (its path as in the log), None for the others."""
-    pattern = _file_pattern(v.rule)
-    if pattern is None:
-        return None
-    m = pattern.match(v.message)
-    return m.group("file") if m else None
+    file = v.values.get("file")
+    return file if isinstance(file, str) else None
 
 
 @dataclass(frozen=True)
@@ -540,15 +546,18 @@ def _claimed_facts(snapshot: Snapshot, selected: range | set[int]) -> dict[int, 
     """The claims (:func:`_claims`) of the files the file rules can say something about, by index.
 
     Those are the files whose footers are read and the files whose claims alone break a rule: no
-    ``numRecords``, or a deletion vector. For any other file every file rule is silent (a rule that
-    reads a footer skips a file without one), so its facts need not exist: at 100,000 files, building
-    them all would cost more than the rest of a ``files="none"`` check. The columns find both kinds
-    without building an AddFile; a test holds every file rule of the catalog to this.
+    ``numRecords``, a deletion vector, or (row tracking on) no row ids. For any other file every file
+    rule is silent (a rule that reads a footer skips a file without one), so its facts need not
+    exist: at 100,000 files, building them all would cost more than the rest of a ``files="none"``
+    check. The columns find all three without building an AddFile; a test holds every file rule of
+    the catalog to this.
     """
     files = snapshot.files
     wanted = set(selected)
     wanted.update(files.missing_num_records())
     wanted.update(files.with_deletion_vectors())
+    if str(snapshot.metadata.configuration.get("delta.enableRowTracking", "")).strip().lower() == "true":
+        wanted.update(files.missing_row_ids())
     indices = sorted(wanted)
     return {i: _claims(add) for i, add in zip(indices, files.get_many(indices), strict=True)}
 
@@ -568,7 +577,9 @@ def _read_footers(
     adds = snapshot.files.get_many(order)
     if isinstance(snapshot.table_root, ObjectPath):
         table_root = snapshot.table_root
-        sizes = {e.location.uri: e.size for e in storage.list_tree(table_root)} if adds else {}
+        listed = storage.list_tree(table_root) if adds else []
+        # a listing under an object-store root holds object paths only
+        sizes = {e.location.uri: e.size for e in listed if isinstance(e.location, ObjectPath)}
         results: Iterable[tuple[ParquetFooter | None, CheckFinding | None]] = storage.map_bounded(
             lambda add: _read_object(table_root, add, sizes), adds
         )
@@ -678,7 +689,7 @@ def check_table(
         except Exception as e:  # the reader must turn damage into findings; until it does, never crash
             raise _reader_broke(path, e) from e
     declared = declared_profile(snapshot.metadata.configuration)
-    chosen = profile or declared
+    chosen = profile or held_profile(snapshot.metadata.configuration, snapshot.protocol)
     try:
         seen = snapshot_facts(snapshot, files=files, progress=progress, every_file=False)
     except IcecompatError:
@@ -700,6 +711,7 @@ def check_table(
         violations.sort()
     else:
         violations = run(chosen)
+    violations = sorted([*violations, *_write_rule_findings(snapshot.metadata.configuration)])
     return Report(
         table=str(snapshot.table_root),
         version=snapshot.version,

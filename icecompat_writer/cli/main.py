@@ -269,13 +269,27 @@ def _guard_rows(spark: Any) -> list[tuple[str, bool, str]]:
 
     status = bridge.guard_status(spark)
     missing = list(status["missing"])
-    state = "on" if status["guarded"] else "off (neither spark.icecompat.guard.enabled nor .profile set)"
+    state = (
+        "on"
+        if status["guarded"]
+        else "off (spark.icecompat.guard.enabled=false: writes to writer-profile tables are refused)"
+    )
     if status["profile"]:
         state += f", session profile {status['profile']}"
     rows = [
         ("session guard", not missing, f"{state}; " + ("complete" if not missing else "; ".join(missing))),
         ("rule service", bool(status["service_ok"]), f"{status['python']}: {status['service']}"),
     ]
+    stores = dict(status.get("log_stores") or {})
+    unguarded = sorted(scheme for scheme, s in stores.items() if not s["guarded"])
+    own = [f"{scheme} -> {s['delegate']}" for scheme, s in sorted(stores.items()) if s["delegate_configured"]]
+    detail = f"guarded: {', '.join(sorted(set(stores) - set(unguarded))) or 'none'}"
+    if unguarded:
+        plain = ", ".join(f"{x} ({stores[x]['impl']})" for x in unguarded)
+        detail += f"; UNCHECKED: {plain}"
+    if own:
+        detail += f"; your stores wrapped: {', '.join(own)}"
+    rows.append(("commit check per scheme", not unguarded, detail))
     return rows
 
 

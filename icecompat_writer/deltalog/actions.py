@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 from typing import Protocol as TypingProtocol
 
 import orjson
+
+from icecompat_writer.schema import Schema, parse_schema
 
 __all__ = ["Metadata", "Protocol", "TableState", "TableStateLike", "schema_json"]
 
@@ -126,10 +129,19 @@ class Metadata:
             out["createdTime"] = self.created_time
         return out
 
-    @property
+    @cached_property
     def schema(self) -> dict[str, Any]:
-        """The schema as Delta's JSON struct (a fresh copy each call: safe to modify)."""
+        """The schema as Delta's JSON struct, parsed on first use and shared by every later call.
+
+        Do not modify it (``copy.deepcopy`` it for a private copy): the instance is frozen and
+        ``schema_string`` stays what the log holds.
+        """
         return json.loads(self.schema_string)
+
+    @cached_property
+    def schema_model(self) -> Schema:
+        """The typed schema (:mod:`icecompat_writer.schema`), parsed once from :attr:`schema`."""
+        return parse_schema(self.schema)
 
     def with_schema(self, schema: Mapping[str, Any]) -> Metadata:
         """A copy with another schema (serialised compactly, as Delta writes it)."""

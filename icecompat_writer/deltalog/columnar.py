@@ -528,6 +528,18 @@ class LiveFiles(Sequence[AddFile]):
         from_objects = [i for i, obj in self._objects.items() if obj.deletion_vector is not None]
         return sorted(set(from_columns).union(from_objects))
 
+    def missing_row_ids(self) -> list[int]:
+        """Indices of the files whose AddFile lacks ``baseRowId`` or ``defaultRowCommitVersion``."""
+        from_columns = set(_indices(self._table.column("baseRowId").is_null())) | set(
+            _indices(self._table.column("defaultRowCommitVersion").is_null())
+        )
+        for i, obj in self._objects.items():
+            if obj.base_row_id is None or obj.default_row_commit_version is None:
+                from_columns.add(i)
+            else:
+                from_columns.discard(i)
+        return sorted(from_columns)
+
     def _build(self, indices: Sequence[int] | None) -> list[AddFile]:
         return _build_add_files(self._table, self._num_records, indices, self._objects)
 

@@ -88,10 +88,15 @@ class LogListing:
 
     def rel(self, path: Location) -> str:
         """``path`` relative to the table root, for findings."""
+        root = self.table_root
         try:
-            return path.relative_to(self.table_root).as_posix()
+            if isinstance(path, Path) and isinstance(root, Path):
+                return path.relative_to(root).as_posix()
+            if isinstance(path, storage.ObjectPath):
+                return path.relative_to(root).as_posix()
         except ValueError:
-            return str(path)
+            pass
+        return str(path)
 
     @property
     def latest_version(self) -> int | None:

@@ -83,7 +83,7 @@ class Snapshot:
         return [f for f in self.findings if f.code is code]
 
 
-def read_snapshot(table_root: str | Path, version: int | None = None) -> Snapshot:
+def read_snapshot(table_root: str | Location, version: int | None = None) -> Snapshot:
     """Read the table at ``version`` (the latest when None) from its ``_delta_log``.
 
     Raises :class:`~icecompat_writer.errors.TableReadError` when there is no log, no commit, the
@@ -133,7 +133,7 @@ def read_snapshot(table_root: str | Path, version: int | None = None) -> Snapsho
     )
 
 
-def list_versions(table_root: str | Path) -> list[int]:
+def list_versions(table_root: str | Location) -> list[int]:
     """Versions that have a commit file in ``_delta_log``, ascending (TableReadError: no log).
 
     Versions that survive only in a checkpoint or a compaction file are not listed: this is the list
@@ -143,7 +143,7 @@ def list_versions(table_root: str | Path) -> list[int]:
     return sorted(lf.version for lf in list_log_files(root / DELTA_LOG_DIR) if lf.kind is LogFileKind.COMMIT)
 
 
-def read_commit(table_root: str | Path, version: int) -> list[dict[str, Any]]:
+def read_commit(table_root: str | Location, version: int) -> list[dict[str, Any]]:
     """The actions of one commit exactly as written: one dict per line, e.g. ``{"add": {...}}``.
 
     Strict, unlike the snapshot reader: a missing commit or a damaged line raises TableReadError,

@@ -12,14 +12,13 @@ import io
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import fastavro
 
 from icecompat_writer import storage
+from icecompat_writer.schema import iceberg_decimal_params
 from icecompat_writer.storage import Location
-
-from .schema import decimal_params
 
 __all__ = [
     "CODEC",
@@ -104,7 +103,7 @@ def primitive_avro_type(iceberg_type: str, unique: str) -> Any:
             "logicalType": "timestamp-micros",
             "adjust-to-utc": iceberg_type == "timestamptz",
         }
-    params = decimal_params(iceberg_type)
+    params = iceberg_decimal_params(iceberg_type)
     if params is not None:
         precision, scale = params
         size = 1
@@ -323,4 +322,4 @@ def read_avro(path: Location) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """All records of an Avro file and its key/value metadata (logical types converted by fastavro)."""
     reader = fastavro.reader(io.BytesIO(storage.read_bytes(path)))
     meta = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in reader.metadata.items()}
-    return [dict(r) for r in reader], meta
+    return [dict(cast(Mapping[str, Any], r)) for r in reader], meta

@@ -33,6 +33,7 @@ from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import Violation
 from icecompat_writer.facts import DataFileFacts
 from icecompat_writer.planning import DEFAULT_PROFILE, PROFILES, Profile, validate
+from icecompat_writer.schema import CM_MODE
 
 from .schema import ConvertedSchema, convert_schema, violation
 
@@ -114,14 +115,14 @@ def _emitter_violations(rules: RuleSet, metadata: Metadata, format_version: int)
     """The table-level ICEBERG-EMIT-* checks that no rule of ``rules`` covers."""
     conf = metadata.configuration
     out: list[Violation] = []
-    mode = str(conf.get("delta.columnMapping.mode", "none")).strip().lower()
+    mode = str(conf.get(CM_MODE, "none")).strip().lower()
     if not rules.covers_any(_MODE_COVERED_BY) and mode not in ("id", "name"):
         out.append(
             violation(
                 "ICEBERG-EMIT-COLUMN-MAPPING",
                 "",
                 "column mapping is off, so the data files carry no field ids for Iceberg to resolve",
-                "set `delta.columnMapping.mode` to `name` (existing tables) or `id` (new tables)",
+                f"set `{CM_MODE}` to `name` (existing tables) or `id` (new tables)",
                 observed=mode,
                 expected="id or name",
             )

@@ -33,12 +33,13 @@ from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
 from icecompat_writer.errors import CompatViolation, ConcurrentWriteError, TableReadError, Violation
+from icecompat_writer.schema import iceberg_decimal_params
 from icecompat_writer.storage import Location, ObjectPath
 
 from . import _delta
 from .avro import PartitionField, avro_name, data_file_record, read_avro, write_manifest, write_manifest_list
 from .checks import default_format_version, rule_set_for, table_violations
-from .schema import ConvertedSchema, decimal_params, violation
+from .schema import ConvertedSchema, violation
 from .values import (
     DEFAULT_STRING_PREFIX_LENGTH,
     PartitionValueError,
@@ -260,7 +261,7 @@ def _context(version: int, metadata: Metadata) -> str:
 
 def _partition_avro_value(raw: Any, iceberg_type: str) -> Any:
     """Raw partition value in the form fastavro encodes for the partition field's Avro type."""
-    params = decimal_params(iceberg_type)
+    params = iceberg_decimal_params(iceberg_type)
     if raw is not None and params is not None:
         return Decimal(raw).quantize(Decimal(1).scaleb(-params[1]))
     return raw
@@ -990,11 +991,17 @@ def _gate(root: Location, version: int, format_version: int) -> None:
     real_root = os.path.realpath(snap.table_root) if isinstance(snap.table_root, Path) else ""
     outside: list[Violation] = []
     facts = []
+    if isinstance(snap.table_root, ObjectPath):
+        # one listing of the table, then one ranged read per footer in a bounded pool (the checker's path)
+        from icecompat_writer.checking.check import snapshot_facts
+
+        facts = list(snapshot_facts(snap, files="all", every_file=True).facts)
     for add in snap.add_files:
         reason = _data_path_outside(snap.table_root, real_root, add.path)
         if reason is not None:
             outside.append(_outside_violation(add.path, reason))
-        facts.append(file_facts(snap.table_root, add, read_footer=reason is None))
+        if not isinstance(snap.table_root, ObjectPath):
+            facts.append(file_facts(snap.table_root, add, read_footer=reason is None))
     _, problems = table_violations(snap.protocol, snap.metadata, format_version, facts)
     _refuse([*outside, *problems], _context(version, snap.metadata))
 

@@ -14,12 +14,33 @@ passed it, so a missing or clashing id here is not a second rule but a broken in
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from icecompat_writer.errors import IcecompatError, Violation
+from icecompat_writer.rules.catalog import layer_rule
+from icecompat_writer.schema import (
+    CM_ID,
+    CM_NESTED_IDS,
+    CM_PHYSICAL_NAME,
+    ELEMENT,
+    KEY,
+    MAX_FIELD_ID,
+    MIN_FIELD_ID,
+    VALUE,
+    ArrayType,
+    Field,
+    MapType,
+    PrimitiveType,
+    SchemaVisitor,
+    Slot,
+    StructType,
+    iceberg_decimal_params,
+    id_in_range,
+    parse_schema,
+    visit,
+)
 
 __all__ = [
     "PROFILE",
@@ -27,15 +48,10 @@ __all__ = [
     "Primitive",
     "SchemaIdError",
     "convert_schema",
-    "decimal_params",
     "violation",
 ]
 
 PROFILE = "iceberg-emitter"
-
-ID_KEY = "delta.columnMapping.id"
-PHYSICAL_KEY = "delta.columnMapping.physicalName"
-NESTED_IDS_KEY = "delta.columnMapping.nested.ids"
 
 # Delta primitive type name -> Iceberg primitive type. byte/short widen to int because Iceberg has no
 # narrower integer; Delta's `timestamp` is an instant (UTC-adjusted in Parquet), so it is `timestamptz`.
@@ -53,11 +69,6 @@ _PRIMITIVES: Mapping[str, str] = {
     "timestamp": "timestamptz",
     "timestamp_ntz": "timestamp",
 }
-
-_DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)$")
-
-# Iceberg reserves ids above this for metadata columns (spec "Reserved Field IDs").
-MAX_USER_FIELD_ID = 2147483447
 
 
 class SchemaIdError(IcecompatError):
@@ -79,6 +90,7 @@ def violation(
     rule: str, path: str, message: str, fix: str, observed: Any = None, expected: Any = None
 ) -> Violation:
     """A Violation of this emitter's profile (keeps every refusal spelled the same way)."""
+    layer_rule(rule)  # every id is a catalog entry
     return Violation(
         profile=PROFILE,
         rule=rule,
@@ -88,12 +100,6 @@ def violation(
         observed=None if observed is None else str(observed),
         expected=None if expected is None else str(expected),
     )
-
-
-def decimal_params(iceberg_type: str) -> tuple[int, int] | None:
-    """``(precision, scale)`` of an Iceberg ``decimal(P,S)`` type string, else None."""
-    m = _DECIMAL.match(iceberg_type)
-    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 @dataclass(frozen=True)
@@ -140,8 +146,16 @@ class ConvertedSchema:
         return list(other.get("fields", [])) == self.fields
 
 
-class _Converter:
-    """One walk over a Delta schema; collects fields, indexes and violations together."""
+_Result = tuple[Any, list[dict[str, Any]]]  # (Iceberg field or type JSON, or None; name-mapping entries)
+
+
+class _Converter(SchemaVisitor[_Result]):
+    """One visit of a Delta schema; collects fields, indexes and violations together.
+
+    Ids are claimed on the way down (a field before what is inside it, a map's key and value ids
+    before either type), in the order the catalog's id rules report them; types are converted on the
+    way up.
+    """
 
     def __init__(self, format_version: int) -> None:
         self.format_version = format_version
@@ -149,14 +163,18 @@ class _Converter:
         self.violations: list[Violation] = []
         self.id_problems: list[str] = []
         self.seen_ids: dict[int, str] = {}
+        self._paths: list[str] = [""]
+        self._stats: list[tuple[str, ...] | None] = [()]
+        self._field_ids: dict[int, tuple[int | None, tuple[str, ...] | None]] = {}
+        self._slot_ids: dict[str, int | None] = {}
 
     def _claim(self, fid: Any, path: str) -> int | None:
         """Check an id is a usable, unique Iceberg field id; record it."""
         if isinstance(fid, bool) or not isinstance(fid, int):
             self.id_problems.append(f"`{path}`: id {fid!r} is not an integer")
             return None
-        if fid <= 0 or fid > MAX_USER_FIELD_ID:
-            self.id_problems.append(f"`{path}`: id {fid} is outside 1..{MAX_USER_FIELD_ID}")
+        if not id_in_range(fid):
+            self.id_problems.append(f"`{path}`: id {fid} is outside {MIN_FIELD_ID}..{MAX_FIELD_ID}")
             return None
         other = self.seen_ids.get(fid)
         if other is not None:
@@ -166,70 +184,63 @@ class _Converter:
         self.out.max_id = max(self.out.max_id, fid)
         return fid
 
-    def struct_fields(
-        self, delta_fields: list[dict[str, Any]], path: str, stats_path: tuple[str, ...] | None
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """Convert the fields of a struct; returns (iceberg fields, name-mapping entries)."""
-        fields: list[dict[str, Any]] = []
-        mapping: list[dict[str, Any]] = []
-        for f in delta_fields:
-            name = str(f.get("name"))
-            fpath = f"{path}.{name}" if path else name
-            meta = f.get("metadata") or {}
-            physical = meta.get(PHYSICAL_KEY)
-            raw_id = meta.get(ID_KEY)
-            if raw_id is None or not physical:
-                missing = " and ".join(
-                    k for k, v in ((ID_KEY, raw_id), (PHYSICAL_KEY, physical)) if v is None or v == ""
-                )
-                self.id_problems.append(f"`{fpath}`: no {missing}")
-                fid = None
-            else:
-                fid = self._claim(raw_id, fpath)
-            child_stats = None if stats_path is None or not physical else (*stats_path, str(physical))
-            nested_ids = meta.get(NESTED_IDS_KEY) or {}
-            itype, sub_mapping = self.convert_type(
-                f.get("type"), fpath, child_stats, nested_ids, str(physical or name)
-            )
-            if fid is None or itype is None:
-                continue
-            fields.append(
-                {"id": fid, "name": name, "required": not bool(f.get("nullable", True)), "type": itype}
-            )
-            entry: dict[str, Any] = {"field-id": fid, "names": [str(physical)]}
-            if sub_mapping:
-                entry["fields"] = sub_mapping
-            mapping.append(entry)
-            if isinstance(itype, str):
-                delta_type = str(f.get("type"))
-                self.out.primitives[fid] = Primitive(fid, fpath, itype, delta_type, child_stats)
-            if not path:
-                self.out.top[name] = TopColumn(fid, name, str(physical), itype)
-        return fields, mapping
-
-    def _nested_id(self, nested_ids: Mapping[str, Any], key: str, path: str) -> int | None:
-        raw = nested_ids.get(key)
+    def _nested_id(self, owner: Field, key: str, path: str) -> int | None:
+        raw = owner.nested_ids.get(key)
         if raw is None:
-            self.id_problems.append(f"`{path}`: no `{key}` in `{NESTED_IDS_KEY}` of the enclosing field")
+            self.id_problems.append(f"`{path}`: no `{key}` in `{CM_NESTED_IDS}` of the enclosing field")
             return None
         return self._claim(raw, path)
 
-    def convert_type(
-        self,
-        dtype: Any,
-        path: str,
-        stats_path: tuple[str, ...] | None,
-        nested_ids: Mapping[str, Any],
-        id_prefix: str,
-    ) -> tuple[str | dict[str, Any] | None, list[dict[str, Any]]]:
-        """Convert one Delta type; ``id_prefix`` is the nested-ids key prefix for lists and maps."""
+    # -- on the way down ---------------------------------------------------------------------------
+
+    def before_field(self, field: Field) -> None:
+        meta = field.metadata
+        physical = meta.get(CM_PHYSICAL_NAME)
+        raw_id = meta.get(CM_ID)
+        if raw_id is None or not physical:
+            missing = " and ".join(
+                k for k, v in ((CM_ID, raw_id), (CM_PHYSICAL_NAME, physical)) if v is None or v == ""
+            )
+            self.id_problems.append(f"`{field.path}`: no {missing}")
+            fid = None
+        else:
+            fid = self._claim(raw_id, field.path)
+        stats = self._stats[-1]
+        child_stats = None if stats is None or not physical else (*stats, str(physical))
+        self._field_ids[field.index] = (fid, child_stats)
+        self._paths.append(field.path)
+        self._stats.append(child_stats)
+
+    def after_field(self, field: Field) -> None:
+        self._paths.pop()
+        self._stats.pop()
+
+    def before_slot(self, slot: Slot) -> None:
+        if slot.step == KEY:  # the map's value id is claimed with its key id, before either type
+            value_key = slot.key[: -len(KEY)] + VALUE
+            value_path = slot.path[: -len(KEY)] + VALUE
+            self._slot_ids[slot.path] = self._nested_id(slot.owner, slot.key, slot.path)
+            self._slot_ids[value_path] = self._nested_id(slot.owner, value_key, value_path)
+        elif slot.step == ELEMENT:
+            self._slot_ids[slot.path] = self._nested_id(slot.owner, slot.key, slot.path)
+        self._paths.append(slot.path)
+        self._stats.append(None)  # Delta keeps no statistics inside lists and maps
+
+    def after_slot(self, slot: Slot) -> None:
+        self._paths.pop()
+        self._stats.pop()
+
+    # -- on the way up -----------------------------------------------------------------------------
+
+    def primitive(self, primitive: PrimitiveType) -> _Result:
+        dtype, path = primitive.raw, self._paths[-1]
         if isinstance(dtype, str):
             prim = _PRIMITIVES.get(dtype)
             if prim is not None:
                 return prim, []
-            m = _DECIMAL.match(dtype)
-            if m:
-                precision, scale = int(m.group(1)), int(m.group(2))
+            params = iceberg_decimal_params(dtype)
+            if params is not None:
+                precision, scale = params
                 if precision > 38:
                     self._unsupported(path, dtype)
                     return None, []
@@ -239,57 +250,71 @@ class _Converter:
         if not isinstance(dtype, Mapping):
             self._unsupported(path, repr(dtype))
             return None, []
-        kind = dtype.get("type")
-        if kind == "struct":
-            fields, mapping = self.struct_fields(list(dtype.get("fields") or []), path, stats_path)
-            return {"type": "struct", "fields": fields}, mapping
-        if kind == "array":
-            key = f"{id_prefix}.element"
-            eid = self._nested_id(nested_ids, key, f"{path}.element")
-            etype, emap = self.convert_type(
-                dtype.get("elementType"), f"{path}.element", None, nested_ids, key
-            )
-            if eid is None or etype is None:
-                return None, []
-            elem_entry: dict[str, Any] = {"field-id": eid, "names": ["element"]}
-            if emap:
-                elem_entry["fields"] = emap
-            return (
-                {
-                    "type": "list",
-                    "element-id": eid,
-                    "element": etype,
-                    "element-required": not bool(dtype.get("containsNull", True)),
-                },
-                [elem_entry],
-            )
-        if kind == "map":
-            kkey, vkey = f"{id_prefix}.key", f"{id_prefix}.value"
-            kid = self._nested_id(nested_ids, kkey, f"{path}.key")
-            vid = self._nested_id(nested_ids, vkey, f"{path}.value")
-            ktype, kmap = self.convert_type(dtype.get("keyType"), f"{path}.key", None, nested_ids, kkey)
-            vtype, vmap = self.convert_type(dtype.get("valueType"), f"{path}.value", None, nested_ids, vkey)
-            if kid is None or vid is None or ktype is None or vtype is None:
-                return None, []
-            k_entry: dict[str, Any] = {"field-id": kid, "names": ["key"]}
-            v_entry: dict[str, Any] = {"field-id": vid, "names": ["value"]}
-            if kmap:
-                k_entry["fields"] = kmap
-            if vmap:
-                v_entry["fields"] = vmap
-            return (
-                {
-                    "type": "map",
-                    "key-id": kid,
-                    "key": ktype,
-                    "value-id": vid,
-                    "value": vtype,
-                    "value-required": not bool(dtype.get("valueContainsNull", True)),
-                },
-                [k_entry, v_entry],
-            )
-        self._unsupported(path, str(kind))
+        self._unsupported(path, str(dtype.get("type")))
         return None, []
+
+    def slot(self, slot: Slot, type_result: _Result) -> _Result:
+        sid = self._slot_ids.get(slot.path)
+        itype, mapping = type_result
+        if sid is None or itype is None:
+            return None, []
+        entry: dict[str, Any] = {"field-id": sid, "names": [slot.step]}
+        if mapping:
+            entry["fields"] = mapping
+        return itype, [entry]
+
+    def array(self, array: ArrayType, element_result: _Result) -> _Result:
+        etype, entries = element_result
+        if etype is None:
+            return None, []
+        return (
+            {
+                "type": "list",
+                "element-id": entries[0]["field-id"],
+                "element": etype,
+                "element-required": not array.contains_null,
+            },
+            entries,
+        )
+
+    def map(self, map_type: MapType, key_result: _Result, value_result: _Result) -> _Result:
+        (ktype, kentries), (vtype, ventries) = key_result, value_result
+        if ktype is None or vtype is None:
+            return None, []
+        return (
+            {
+                "type": "map",
+                "key-id": kentries[0]["field-id"],
+                "key": ktype,
+                "value-id": ventries[0]["field-id"],
+                "value": vtype,
+                "value-required": not map_type.value_contains_null,
+            },
+            kentries + ventries,
+        )
+
+    def field(self, field: Field, type_result: _Result) -> _Result:
+        fid, child_stats = self._field_ids[field.index]
+        itype, sub_mapping = type_result
+        if fid is None or itype is None:
+            return None, []
+        f = field.raw
+        name = str(f.get("name"))
+        physical = field.metadata.get(CM_PHYSICAL_NAME)
+        out = {"id": fid, "name": name, "required": not bool(f.get("nullable", True)), "type": itype}
+        entry: dict[str, Any] = {"field-id": fid, "names": [str(physical)]}
+        if sub_mapping:
+            entry["fields"] = sub_mapping
+        if isinstance(itype, str):
+            self.out.primitives[fid] = Primitive(fid, field.path, itype, str(f.get("type")), child_stats)
+        if field.parent is None:
+            self.out.top[name] = TopColumn(fid, name, str(physical), itype)
+        return out, [entry]
+
+    def struct(self, struct: StructType, field_results: list[_Result]) -> _Result:
+        fields = [f for f, _ in field_results if f is not None]
+        mapping = [e for _, entries in field_results for e in entries]
+        return {"type": "struct", "fields": fields}, mapping
 
     def _unsupported(self, path: str, dtype: str) -> None:
         self.violations.append(
@@ -313,9 +338,9 @@ def convert_schema(
     without a usable id (which the catalog's id rules refuse before this is called).
     """
     conv = _Converter(format_version)
-    fields, mapping = conv.struct_fields(list(delta_schema.get("fields") or []), "", ())
+    root, mapping = visit(parse_schema(delta_schema), conv)
     if conv.id_problems:
         raise SchemaIdError(conv.id_problems)
-    conv.out.fields = fields
+    conv.out.fields = root["fields"]
     conv.out.name_mapping = mapping
     return conv.out, conv.violations

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
 from typing import Any
 
-from .schema import ConvertedSchema, Primitive, decimal_params
+from icecompat_writer.schema import iceberg_decimal_params
+
+from .schema import ConvertedSchema, Primitive
 
 __all__ = [
     "DEFAULT_STRING_PREFIX_LENGTH",
@@ -96,7 +98,7 @@ def parse_partition_value(text: str | None, iceberg_type: str) -> Any:
         if iceberg_type == "binary":
             # Delta escapes each byte as one character (e.g. "\u0001\u0002").
             return text.encode("latin-1")
-        if decimal_params(iceberg_type) is not None:
+        if iceberg_decimal_params(iceberg_type) is not None:
             return Decimal(text)
     except (ValueError, UnicodeEncodeError, InvalidOperation) as err:
         if isinstance(err, PartitionValueError):
@@ -137,7 +139,7 @@ def serialize(value: Any, iceberg_type: str) -> bytes:
         return str(value).encode("utf-8")
     if iceberg_type == "binary":
         return bytes(value)
-    params = decimal_params(iceberg_type)
+    params = iceberg_decimal_params(iceberg_type)
     if params is not None:
         return _min_bytes_signed(_unscaled(value, params[1]))
     raise ValueError(f"no single-value serialisation for {iceberg_type}")
@@ -284,7 +286,7 @@ def _bound(value: Any, prim: Primitive, upper: bool, string_prefix: int) -> byte
             if not isinstance(value, bool):
                 return None
             return serialize(value, itype)
-        params = decimal_params(itype)
+        params = iceberg_decimal_params(itype)
         if params is not None:
             d = _as_decimal(value)
             if d is None:

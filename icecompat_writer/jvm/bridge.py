@@ -7,6 +7,7 @@ no caller ever sees a raw ``Py4JJavaError``.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -294,7 +295,7 @@ def hadoop_conf_values(spark: SparkSession, keys: Sequence[str]) -> dict[str, st
     conf = call(lambda: spark._jsparkSession.sessionState().newHadoopConf())
     out: dict[str, str] = {}
     for key in keys:
-        value = call(lambda k=key: conf.get(k))
+        value = call(functools.partial(conf.get, key))
         if value is not None:
             out[key] = str(value)
     return out
@@ -314,3 +315,49 @@ def driver_session() -> SparkSession | None:
     if spark is None:
         spark = SparkSession._instantiatedSession
     return spark
+_GUARD_UNAVAILABLE = "io.icecompat.shim.guard.GuardUnavailableException"
+_hook_installed = False
+
+
+def _guard_exception(throwable: Any) -> IcecompatError | None:
+    """The package's exception for a guard refusal anywhere in ``throwable``'s causes, if any."""
+    refusal = _guard_refusal(throwable)
+    if refusal is not None:
+        return refusal
+    for t in _throwables(throwable):
+        try:
+            if t.getClass().getName() == _GUARD_UNAVAILABLE:
+                return SessionConfigError(str(t.getMessage() or "the session guard refused the write"))
+        except Py4JError:
+            return None
+    return None
+
+
+def install_exception_hook() -> None:
+    """Make every Spark call of this Python process raise the guard's refusals as our exceptions.
+
+    pyspark turns a Java exception into a Python one in a single function,
+    ``pyspark.errors.exceptions.captured.convert_exception``, which its py4j return-value hook calls
+    for every failed JVM call (``spark.sql(...)``, ``df.write...save()``, ``DeltaTable`` methods) and
+    which raises whatever it returns ``from None`` unless it is an ``UnknownException``. Wrapping it
+    lets a plain ``spark.sql(...)`` raise the :class:`CompatViolation` (or, for a session that refuses
+    because its guard is off or incomplete, :class:`SessionConfigError`) that ``compat_write`` raises,
+    with the rule records in ``.violations`` and no Java stack in the message. Other exceptions are
+    converted by pyspark as before. Idempotent.
+    """
+    global _hook_installed
+    if _hook_installed:
+        return
+    from pyspark.errors.exceptions import captured
+
+    original = captured.convert_exception
+
+    def convert_exception(e: Any) -> Any:
+        try:
+            ours = _guard_exception(e) if e is not None else None
+        except Exception:  # a gateway that is going away: leave the conversion to pyspark
+            ours = None
+        return ours if ours is not None else original(e)
+
+    captured.convert_exception = convert_exception
+    _hook_installed = True

@@ -19,6 +19,11 @@ Every answer names the ``profile`` that applied (null: none, the write is not a 
 ``check_commit``
     A commit is about to be written. Answers ``ok: true``, or ``ok: false`` with the violations and
     ``delete``: the data files this commit would have added that no earlier version references.
+    Local tables are read here; for a table on any other scheme (s3a, abfss, gs, hdfs) the JVM reads
+    through the session's own Hadoop file system and sends ``state`` (the previous version's protocol
+    and metadata, Delta's snapshot) and ``footers`` (per new file's ``add.path``: its Parquet footer
+    bytes, base64, or an ``error``); ``delete`` then lists add paths, and the JVM deletes those no
+    earlier version references.
 
 A request that fails unexpectedly is answered with ``{"error": ...}`` (the JVM then refuses the
 write: a guard that cannot decide never lets a write through).
@@ -54,6 +59,16 @@ def _profile_for(requested: str, *configurations: Mapping[str, str] | None) -> s
     return None
 
 
+def _held_profile(state: Any) -> str | None:
+    """The profile a table state is held to: the one its properties declare, else the writer
+    profile its protocol lists (a table keeps a writer-compat feature whatever its properties say)."""
+    from icecompat_writer.checking.check import held_profile
+
+    if state is None:
+        return None
+    return held_profile(state.metadata.configuration, state.protocol)
+
+
 def _refusal(
     profile: str, violations: list[Violation], context: str, delete: list[str] | None = None
 ) -> dict[str, Any]:
@@ -67,6 +82,7 @@ def _refusal(
 
 
 def _plan_metadata(req: Mapping[str, Any]) -> dict[str, Any]:
+    from icecompat_writer.checking.check import declared_profile
     from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
     from icecompat_writer.planning import plan
 
@@ -78,17 +94,36 @@ def _plan_metadata(req: Mapping[str, Any]) -> dict[str, Any]:
         )
         if req.get("creating"):
             new = _keep_mapping_mode(new, previous.metadata)
-    profile = _profile_for(
-        str(req.get("profile") or ""),
-        new.configuration,
-        previous.metadata.configuration if previous else None,
-    )
+    held = _held_profile(previous)
+    requested = str(req.get("profile") or "")
+    target = _switch_target(held, declared_profile(new.configuration))
+    profile = requested or target or held
     if profile is None:
         return {"ok": True, "profile": None, "metadata": None}
+    where = f"in the metadata of {req.get('table')}"
+    if previous is not None and not req.get("creating") and held is not None and target is None:
+        # An ALTER that switches the table's profile off or down (SET ... 'false', UNSET): refused,
+        # never planned back (a planned-back property would make the UNSET a silent no-op).
+        from icecompat_writer.planning import validate
+
+        dropped = validate(held, new, previous.protocol, previous)
+        enabling = [v for v in dropped if v.rule.endswith("-ENABLED")]
+        if dropped:
+            return _refusal(held, enabling or dropped, where)
+    problems = _write_rule_violations(new, previous)
+    if problems:
+        return _refusal(profile, problems, where)
     try:
         planned = plan(profile, new, previous.protocol if previous else None, previous)
     except CompatViolation as e:
-        return _refusal(profile, list(e.violations), f"in the metadata of {req.get('table')}")
+        return _refusal(profile, list(e.violations), where)
+    if previous is not None and not req.get("creating") and profile != held:
+        stale = _files_below(profile, planned, previous, str(req.get("table")))
+        if stale:
+            return _refusal(profile, stale, where)
+    problems = _runtime_violations(planned, new, previous)
+    if problems:
+        return _refusal(profile, problems, where)
     if not planned.changed and new == proposed:
         return {"ok": True, "profile": profile, "metadata": None}
     # Delta derives the protocol from the metadata after this point; the features the plan needs
@@ -104,6 +139,68 @@ def _plan_metadata(req: Mapping[str, Any]) -> dict[str, Any]:
         "metadata": metadata.to_json(),
         "changes": [str(c) for c in planned.changes],
     }
+
+
+# Profile moves a metadata change may make (the files permitting): from no profile to any, and from
+# v3 to writer-v3 (which holds everything v3 holds). Any other change of the declared profile drops
+# requirements the table's readers rely on.
+_UPGRADES = frozenset({("v3", "writer-v3")})
+
+
+def _switch_target(held: str | None, declared: str | None) -> str | None:
+    """The profile a metadata change moves the table to, or None when it moves it to none or down."""
+    if declared is None or held is None or declared == held or (held, declared) in _UPGRADES:
+        return declared
+    return None
+
+
+def _asked(new: Any, previous: Any) -> dict[str, str]:
+    """The properties this metadata change sets (new keys and changed values)."""
+    old = previous.metadata.configuration if previous is not None else {}
+    return {k: v for k, v in new.configuration.items() if old.get(k) != v}
+
+
+def _write_rule_violations(new: Any, previous: Any) -> list[Violation]:
+    """Delta's own write rules (``DELTA-WRITE-*``, as compat_write runs them) on a guarded
+    metadata change: table properties that would reach the Hadoop configuration of every write."""
+    from icecompat_writer.writing.compose import _check_properties
+
+    problems: list[Violation] = []
+    _check_properties(_asked(new, previous), problems)
+    return problems
+
+
+def _runtime_violations(planned: Any, new: Any, previous: Any) -> list[Violation]:
+    """What delta-spark would fail on in the planned state (``DELTA-WRITE-*``), as compat_write."""
+    from icecompat_writer.writing.compose import runtime_violations
+
+    return runtime_violations(planned.metadata, planned.protocol, _asked(new, previous))
+
+
+def _files_below(profile: str, planned: Any, previous: Any, table: str) -> list[Violation]:
+    """A metadata-only switch to ``profile``: the live files must already meet it.
+
+    Declaring a profile changes no data file, so every live file (its footer and its AddFile) is
+    held to the profile before the declaration may land; otherwise the table would declare what its
+    files do not meet. The fix is a rewrite of the files, which ``icecompat upgrade`` does.
+    """
+    from icecompat_writer.checking.footers import file_facts
+    from icecompat_writer.deltalog import read_snapshot
+    from icecompat_writer.planning import validate
+    from icecompat_writer.rules.model import Scope
+
+    root = _local_root(table)
+    snapshot = read_snapshot(root)
+    adds = list(snapshot.add_files)
+    if not adds:
+        return []
+    facts = [file_facts(root, add) for add in adds]
+    found = validate(profile, planned.metadata, planned.protocol, previous, files=facts, scopes=[Scope.FILE])
+    hint = (
+        "this change declares the profile without rewriting a file: run `icecompat upgrade` on the table "
+        f"(profile {profile}) to rewrite its files, then the files meet it"
+    )
+    return [dataclasses.replace(v, fix=f"{v.fix}; {hint}") for v in found]
 
 
 def _keep_mapping_mode(new: Any, old: Any) -> Any:
@@ -127,7 +224,74 @@ def _local_root(table: str) -> str:
     return str(table_root_path(table))
 
 
+def _supplied_facts(add: Any, supplied: Mapping[str, Any]) -> Any:
+    """A new file's facts from the footer bytes the JVM read (tables not on the local disk).
+
+    The footer decoder reads files, so the few footer bytes are framed as a minimal Parquet file
+    (magic, footer, length, magic) in a private temporary file; errors name the file's add path.
+    """
+    import base64
+    import dataclasses
+    import struct
+    import tempfile
+    from pathlib import Path
+
+    from icecompat_writer.checking.footers import FooterReadError, file_facts, read_footer
+
+    facts = file_facts("/", add, read_footer=False)
+    entry = supplied.get(add.path) or {"error": "the driver sent no footer for this file"}
+    if "footer" not in entry:
+        return dataclasses.replace(facts, footer_error=str(entry.get("error")))
+    footer = base64.b64decode(entry["footer"])
+    with tempfile.TemporaryDirectory(prefix="icecompat-footer-") as tmp:
+        framed = Path(tmp) / "footer.parquet"
+        framed.write_bytes(b"PAR1" + footer + struct.pack("<I", len(footer)) + b"PAR1")
+        try:
+            return dataclasses.replace(facts, footer=read_footer(framed))
+        except FooterReadError as e:
+            return dataclasses.replace(facts, footer_error=f"{add.path}: {e.reason}")
+
+
+def _check_supplied_commit(req: Mapping[str, Any]) -> dict[str, Any]:
+    """check_commit for a table the JVM read (``state`` and ``footers`` in the request)."""
+    from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
+    from icecompat_writer.deltalog.files import AddFile
+    from icecompat_writer.rules.evaluate import validate
+
+    table = str(req["table"])
+    version = int(req["version"])
+    actions = [json.loads(line) for line in req["actions"] if line.strip()]
+    state = req.get("state")
+    previous = None
+    if state:
+        before = (Protocol.from_json(state["protocol"]), Metadata.from_json(state["metadata"]))
+        previous = TableState(*before, int(state["version"]))
+    protocol = previous.protocol if previous else None
+    metadata = previous.metadata if previous else None
+    adds: list[AddFile] = []
+    for action in actions:
+        if "protocol" in action:
+            protocol = Protocol.from_json(action["protocol"])
+        elif "metaData" in action:
+            metadata = Metadata.from_json(action["metaData"])
+        elif "add" in action:
+            adds.append(AddFile.from_json(action["add"]))
+    if protocol is None or metadata is None:
+        return {"ok": True, "profile": None}
+    profile = _profile_for(str(req.get("profile") or ""), metadata.configuration)
+    if profile is None:
+        return {"ok": True, "profile": None}
+    supplied = req.get("footers") or {}
+    facts = [_supplied_facts(add, supplied) for add in adds]
+    violations = validate(profile, metadata, protocol, previous, files=facts)
+    if not violations:
+        return {"ok": True, "profile": profile}
+    return _refusal(profile, violations, f"in commit {version} of {table}", [add.path for add in adds])
+
+
 def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:
+    if "footers" in req:
+        return _check_supplied_commit(req)
     from icecompat_writer.checking.footers import file_facts
     from icecompat_writer.deltalog import read_snapshot
     from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
@@ -153,20 +317,68 @@ def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:
             adds.append(AddFile.from_json(action["add"]))
     if protocol is None or metadata is None:
         return {"ok": True, "profile": None}
-    profile = _profile_for(str(req.get("profile") or ""), metadata.configuration)
+    state = TableState(protocol, metadata)
+    held = _held_profile(previous)
+    requested = str(req.get("profile") or "")
+    profile = _profile_for(requested, metadata.configuration) or _held_profile(state) or held
+
+    def delete() -> list[str]:
+        known = {a.path for a in before.add_files} if before is not None else set()
+        out = []
+        for add in adds:
+            local = resolve_data_path(root, add.path)
+            if add.path not in known and local is not None:
+                out.append(str(local))
+        return out
+
     if profile is None:
         return {"ok": True, "profile": None}
+    if req.get("opted_out"):
+        from icecompat_writer.checking.check import WRITER_PROFILES
+
+        if profile not in WRITER_PROFILES:
+            return {"ok": True, "profile": None}
+        return {"ok": False, "profile": profile, "report": "", "violations": [], "delete": delete()}
+    context = f"in commit {version} of {root}"
+    violations = _features_ahead(profile, protocol, previous)
+    outside = [a.path for a in adds if resolve_data_path(root, a.path) is None]
+    if outside:
+        from icecompat_writer.writing.compose import shallow_clone_violations
+
+        violations += shallow_clone_violations(outside)
     facts = [file_facts(root, add) for add in adds]
-    violations = validate(profile, metadata, protocol, previous, files=facts)
+    violations += validate(profile, metadata, protocol, previous, files=facts)
     if not violations:
         return {"ok": True, "profile": profile}
-    known = {a.path for a in before.add_files} if before is not None else set()
-    delete = []
-    for add in adds:
-        local = resolve_data_path(root, add.path)
-        if add.path not in known and local is not None:
-            delete.append(str(local))
-    return _refusal(profile, violations, f"in commit {version} of {root}", delete)
+    return _refusal(profile, violations, context, delete())
+
+
+def _features_ahead(profile: str, protocol: Any, previous: Any) -> list[Violation]:
+    """A commit that adds ``rowTracking`` to a ``writer-v1`` table's protocol is refused.
+
+    IcebergWriterCompatV1 allows the feature only inactive, and delta-spark adds it as the first of
+    the commits that turn row tracking on (protocol, backfill, then the property). Refusing the
+    property at the last commit would leave the first two landed; refusing the feature here keeps
+    the table as it was.
+    """
+    if profile != "writer-v1" or previous is None:
+        return []
+    added = set(protocol.writer_features or ()) - set(previous.protocol.writer_features or ())
+    if "rowTracking" not in added:
+        return []
+    return [
+        Violation(
+            profile=profile,
+            rule="IWC1-NO-ROW-TRACKING",
+            path="",
+            message="this commit adds the rowTracking feature, the first step of turning row tracking on, "
+            "which IcebergWriterCompatV1 allows only inactive",
+            fix="leave `delta.enableRowTracking` unset on a writer-v1 table, or move the table to a profile "
+            "with row tracking (v3, writer-v3) with `icecompat upgrade`",
+            observed="rowTracking added",
+            expected="no rowTracking",
+        )
+    ]
 
 
 _OPS = {

@@ -11,7 +11,7 @@ repairs depend on earlier ones (nested-id keys use physical names; maxColumnId f
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,9 +70,9 @@ class PlanState:
         self.min_writer: dict[int, str] = {}
         self.changes: list[Change] = []
         # id() of new field dict -> the previous field it is (set by the physical-names-stable fixer)
-        self.matches: dict[int, Any] = {}
+        self.matches: dict[int, Mapping[str, Any]] = {}
         self._ids: idplan.IdCounter | None = None
-        # One walk up front: the fields never change shape while planning, only their metadata does.
+        # One parse up front: the fields never change shape while planning, only their metadata does.
         self.scan = idplan.scan(self.schema)
         self.writer = feat.writer_features(protocol)
         self.reader = feat.reader_features(protocol)
@@ -127,7 +127,7 @@ class PlanState:
             self.add_features.setdefault(feature, rule.id)
 
 
-def _int(value: Any) -> int:
+def _int(value: object) -> int:
     try:
         return int(str(value).strip())
     except ValueError:
@@ -179,7 +179,9 @@ def _fix_stable(state: PlanState, rule: Rule) -> None:
     if state.previous is None:
         return
     mapped = column_mapping_mode(state.previous.metadata.configuration) in ("name", "id")
-    changed, matches = idplan.copy_previous_mapping(state.schema, state.previous_raw_schema(), mapped)
+    prev = state.previous_schema
+    old = prev.model if prev is not None and prev.model is not None else state.previous_raw_schema()
+    changed, matches = idplan.copy_previous_mapping(state.scan.model, old, mapped)
     state.matches = matches
     state.log(rule, changed)
 

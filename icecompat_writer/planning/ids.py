@@ -12,27 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from dataclasses import field as dataclass_field
 from typing import Any
 
-from icecompat_writer.rules.schema import (
-    CM_ID,
-    CM_NESTED_IDS,
-    CM_PHYSICAL_NAME,
-    SchemaIndex,
-    ShapeSlot,
-    child_path,
-    column_id,
-    id_filler,
-    index_from_shape,
-    index_schema,
-    matched_fields,
-    physical_name,
-    type_category,
-)
+from icecompat_writer.rules.schema import SchemaIndex, column_id, id_filler, index_model, matched_fields
+from icecompat_writer.schema import CM_ID, CM_NESTED_IDS, CM_PHYSICAL_NAME, Schema, is_id, parse_schema
 
 __all__ = [
-    "Fields",
     "IdCounter",
     "Scan",
     "assign_column_ids",
@@ -58,92 +43,62 @@ class IdCounter:
         return self.max
 
 
-def _is_id(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+_is_id = is_id
 
 
 @dataclass
 class Scan:
-    """One walk over a mutable schema: its struct fields in pre-order with their paths, and the facts
-    the fixers need before they change anything (largest id, type categories, metadata keys).
+    """A mutable schema parsed once, with the facts the fixers need before they change anything
+    (largest id, metadata keys present).
 
-    The walk also keeps the schema's shape (``parents``, ``slots``): fixers only change metadata, never
-    the shape, so the nested-id pass and the final index reuse it instead of walking again.
-    ``regular`` is False when some struct's ``fields`` is not a list; the shape is then incomplete.
+    Fixers only change field metadata, never the shape, so the model stays true for the whole plan:
+    the nested-id pass and the final index reuse it instead of walking again.
     """
 
-    fields: list[tuple[dict[str, Any], str]]
+    model: Schema
     max_id: int
-    categories: set[str]
     metadata_keys: set[str]
-    parents: list[int] = dataclass_field(default_factory=list)  # index in ``fields``; -1 at the top
-    slots: list[ShapeSlot] = dataclass_field(default_factory=list)  # see ShapeSlot
-    regular: bool = True
+    _fields: list[tuple[dict[str, Any], str]] | None = None
+
+    @property
+    def fields(self) -> list[tuple[dict[str, Any], str]]:
+        """(field dict, path) for every struct field in pre-order; the dicts are the live, mutable schema."""
+        if self._fields is None:
+            self._fields = [(f.raw, f.path) for f in self.model.fields]
+        return self._fields
+
+    @property
+    def categories(self) -> set[str]:
+        return self.model.categories
 
 
 def scan(schema: Mapping[str, Any]) -> Scan:
-    """Walk ``schema`` once (the planner's private copy; fields are the live, mutable dicts)."""
-    out = Scan([], 0, set(), set())
-    fields = out.fields
-    parents = out.parents
-    slots = out.slots
-    cats = out.categories
-    keys = out.metadata_keys
-
-    def walk_struct(struct: Mapping[str, Any], parent: str, parent_i: int) -> None:
-        fs = struct.get("fields")
-        if not isinstance(fs, list):
-            if fs is not None:
-                out.regular = False
-            return
-        for f in fs:
-            if not isinstance(f, dict):
-                continue
-            path = child_path(parent, f.get("name", ""))
-            i = len(fields)
-            fields.append((f, path))
-            parents.append(parent_i)
-            md = f.get("metadata")
-            if md:
-                keys.update(md)
-                cid = md.get(CM_ID)
-                if _is_id(cid) and cid > out.max_id:
-                    out.max_id = cid
-                nested = md.get(CM_NESTED_IDS)
-                if type(nested) is dict or isinstance(nested, Mapping):
-                    for v in nested.values():
-                        if _is_id(v) and v > out.max_id:
-                            out.max_id = v
-            walk_type(f.get("type"), path, i, "")
-
-    def walk_type(t: Any, path: str, owner: int, steps: str) -> None:
-        cat = type_category(t)
-        cats.add(cat)
-        if cat == "struct":
-            walk_struct(t, path, owner)
-        elif cat == "array":
-            p, k, et = path + ".element", steps + ".element", t.get("elementType")
-            slots.append((owner, k, p, et))
-            walk_type(et, p, owner, k)
-        elif cat == "map":
-            for step, sub in ((".key", "keyType"), (".value", "valueType")):
-                p, k, st = path + step, steps + step, t.get(sub)
-                slots.append((owner, k, p, st))
-                walk_type(st, p, owner, k)
-
-    walk_struct(schema, "", -1)
-    return out
+    """Parse ``schema`` once (the planner's private copy; the fields' dicts stay live and mutable)."""
+    model = parse_schema(schema)
+    top = 0
+    keys: set[str] = set()
+    for f in model.fields:
+        md = f.raw.get("metadata")
+        if md:
+            keys.update(md)
+            cid = md.get(CM_ID)
+            if _is_id(cid) and cid > top:
+                top = cid
+            nested = md.get(CM_NESTED_IDS)
+            if type(nested) is dict or isinstance(nested, Mapping):
+                for v in nested.values():
+                    if _is_id(v) and v > top:
+                        top = v
+    return Scan(model, top, keys)
 
 
 def index_scanned(schema: Mapping[str, Any], shape: Scan) -> SchemaIndex:
-    """The index of ``schema`` after the fixers ran, built from the scan's shape instead of a new walk.
+    """The index of ``schema`` after the fixers ran, built from the scan's model instead of a new parse.
 
-    Each field's metadata is read now (the fixers changed it); an irregular schema is walked by
-    :func:`index_schema` instead, which reports what is wrong with it.
+    Each field's metadata is read now (the fixers changed it); an irregular schema raises
+    :class:`~icecompat_writer.rules.schema.MalformedSchemaError` as indexing it afresh would.
     """
-    if not shape.regular:
-        return index_schema(schema)
-    return index_from_shape(schema, shape.fields, shape.parents, shape.slots, shape.categories)
+    return index_model(shape.model)
 
 
 def max_assigned_id(schema: Mapping[str, Any]) -> int:
@@ -163,7 +118,7 @@ def _metadata(f: dict[str, Any]) -> dict[str, Any]:
 
 
 def copy_previous_mapping(
-    schema: dict[str, Any], previous: Mapping[str, Any], previous_mapped: bool
+    schema: Mapping[str, Any] | Schema, previous: Mapping[str, Any] | Schema, previous_mapped: bool
 ) -> tuple[Changed, dict[int, Mapping[str, Any]]]:
     """Give columns that already existed their previous id and physical name where they lack them.
 
@@ -208,7 +163,7 @@ def assign_column_ids(fields: Fields, ids: IdCounter) -> Changed:
     """Give every field without one a fresh id, and a physical name ``col-<id>`` where it has none."""
     changed: Changed = []
     add = changed.append
-    both = CM_ID + "={0}, " + CM_PHYSICAL_NAME + "=col-{0}"
+    id_is, then_name = CM_ID + "=", ", " + CM_PHYSICAL_NAME + "=col-"  # concatenated: a third of format()
     top = ids.max  # handed out locally (one attribute write at the end instead of a call per field)
     for f, path in fields:
         md = _metadata(f)
@@ -225,8 +180,9 @@ def assign_column_ids(fields: Fields, ids: IdCounter) -> Changed:
         if has_pn:
             add((path, f"{CM_ID}={top}"))
         else:
-            md[CM_PHYSICAL_NAME] = "col-" + str(top)
-            add((path, both.format(top)))
+            text = str(top)
+            md[CM_PHYSICAL_NAME] = "col-" + text
+            add((path, id_is + text + then_name + text))
     ids.max = top
     return changed
 
@@ -261,10 +217,10 @@ def assign_nested_ids(shape: Scan, ids: IdCounter, matches: Mapping[int, Mapping
     are in pre-order, which is the order new ids are handed out in.
     """
     changed: Changed = []
-    fields = shape.fields
-    for owner, steps, slot_path, _ in shape.slots:
-        f, field_path = fields[owner]
-        key = physical_name(f) + steps
+    for slot in shape.model.slots:
+        owner = slot.owner
+        f, field_path, slot_path = owner.raw, owner.path, slot.path
+        key = owner.physical_name + slot.steps
         md = f.get("metadata")
         nested = md.get(CM_NESTED_IDS) if isinstance(md, dict) else None
         if (type(nested) is dict or isinstance(nested, Mapping)) and _is_id(nested.get(key)):

@@ -15,12 +15,12 @@ from types import MappingProxyType
 
 from icecompat_writer.deltalog.actions import Metadata, Protocol, TableStateLike
 from icecompat_writer.errors import CompatViolation
-from icecompat_writer.planning.fixes import FIXERS, Change, PlanState, why
+from icecompat_writer.planning.fixes import FIXERS, Change, FixerEntry, PlanState, why
 from icecompat_writer.planning.ids import index_scanned
 from icecompat_writer.planning.protocol import build_protocol
 from icecompat_writer.rules.catalog import RULES_BY_ID
 from icecompat_writer.rules.evaluate import validate
-from icecompat_writer.rules.model import PLANNABLE_SCOPES
+from icecompat_writer.rules.model import PLANNABLE_SCOPES, Rule
 from icecompat_writer.rules.perf import gc_paused
 from icecompat_writer.rules.profiles import Profile, get_profile
 from icecompat_writer.rules.schema import cached_index, remember_index
@@ -75,10 +75,15 @@ def _plan(
         new_protocol = previous.protocol if previous is not None else Protocol(1, 1)
     state = PlanState(prof, new_metadata, new_protocol, previous)
 
-    fixable = [RULES_BY_ID[r] for r in prof.rule_ids if RULES_BY_ID[r].kind in FIXERS]
-    fixable.sort(key=lambda r: FIXERS[r.kind].phase)  # stable: catalog order within a phase
-    for rule in fixable:
-        FIXERS[rule.kind].fix(state, rule)
+    fixable: list[tuple[FixerEntry, Rule]] = []
+    for rule_id in prof.rule_ids:
+        rule = RULES_BY_ID[rule_id]
+        entry = FIXERS.get(rule.kind) if rule.kind is not None else None
+        if entry is not None:
+            fixable.append((entry, rule))
+    fixable.sort(key=lambda entry: entry[0].phase)  # stable: catalog order within a phase
+    for fixer_entry, rule in fixable:
+        fixer_entry.fix(state, rule)
 
     metadata = new_metadata
     index = None

@@ -2,7 +2,7 @@
 
 Layout: ``model`` (what a rule is), ``kinds`` (the generic checks rules are made of), ``catalog`` (the
 rules themselves), ``profiles`` (v3, writer-v1, writer-v3), ``evaluate`` (``validate``), ``export``
-(the catalog as JSON for the JVM side) and ``docs`` (docs/rules.md, generated). ``schema``, ``footer``,
+(the catalog as JSON data) and ``docs`` (docs/rules.md, generated). ``schema``, ``footer``,
 ``features`` and ``literals`` are the facts the checks are evaluated on. No Spark anywhere.
 """
 

@@ -11,24 +11,31 @@ where the requirement comes from:
 - ``IWC3-``: IcebergWriterCompatV3 as Delta Kernel implements it (no protocol text exists);
 - ``PROTO-``, ``CM-``, ``DELTA-``: Delta protocol requirements every profile relies on (table features,
   column mapping, features that schema contents require);
-- ``PROFILE-``: icecompat's own rule that one table is written under one profile.
+- ``PROFILE-``: icecompat's own rule that one table is written under one profile;
+- ``DELTA-WRITE-``, ``ICEBERG-EMIT-``, ``UPGRADE-``: the rules the write path, the Iceberg emitter and
+  the upgrade enforce themselves (``LAYER_RULES``: no check kind; ``layer`` names the module).
+
+Every rule says where it is enforced (``stages``: plan, commit, file, Iceberg emission, upgrade).
 
 A rule that is not implemented is absent: nothing here is a placeholder.
 """
 
 from __future__ import annotations
 
-from icecompat_writer.rules.kinds import check_against_kinds
-from icecompat_writer.rules.model import Rule, unique_ids
+from dataclasses import replace
 
-__all__ = ["CATALOG", "RULES_BY_ID"]
+from icecompat_writer.rules.kinds import check_against_kinds, kind_of
+from icecompat_writer.rules.model import Rule, Scope, Stage, unique_ids
+from icecompat_writer.schema import MAX_FIELD_ID, MIN_FIELD_ID
+
+__all__ = ["CATALOG", "LAYER_RULES", "RULES", "RULES_BY_ID", "layer_rule"]
 
 V3, W1, W3 = "v3", "writer-v1", "writer-v3"
 ALL = (V3, W1, W3)
 V3S = (V3, W3)
 WRITERS = (W1, W3)
 
-# Clause anchors (GitHub heading slugs) in /work/shared/specs.
+# Clause anchors (GitHub heading slugs) in the spec texts, ../shared/specs from the project root.
 R3 = "delta-rfc-iceberg-compat-v3.md"
 R3_SUPPORT = f"{R3}#iceberg-compatibility-v3"
 R3_WRITER = f"{R3}#writer-requirements-for-icebergcompatv3"
@@ -353,12 +360,13 @@ def _column_mapping_rules() -> list[Rule]:
             "CM-IDS-UNIQUE",
             ALL,
             "ids_unique",
-            checks="Column ids and nested ids are unique across the schema and within 1..2147483447.",
+            checks="Column ids and nested ids are unique across the schema and within "
+            f"{MIN_FIELD_ID}..{MAX_FIELD_ID}.",
             message="id {id} is duplicated or out of range",
             fix="give the field a fresh id above `delta.columnMapping.maxColumnId` (" + UPGRADE + ")",
             clause=P_CM,
             also=(P2_WRITER, R3_WRITER, ICEBERG_RESERVED),
-            params={"min_id": 1, "max_id": 2147483447},
+            params={"min_id": MIN_FIELD_ID, "max_id": MAX_FIELD_ID},
         ),
         Rule(
             "CM-MAX-COLUMN-ID",
@@ -409,6 +417,12 @@ def _column_mapping_rules() -> list[Rule]:
     ]
 
 
+# Rules about what Delta itself writes into the AddFile at commit time (row ids): files verified
+# before their commit (compat_write, upgrade) cannot have it yet; the commit check and the checker
+# hold it on the committed AddFiles.
+ASSIGNED_AT_COMMIT = frozenset({"ICV3-ROW-IDS-ASSIGNED"})
+
+
 def _row_tracking_rules() -> list[Rule]:
     return [
         Rule(
@@ -434,6 +448,17 @@ def _row_tracking_rules() -> list[Rule]:
             also=(P_ROW_TRACKING,),
             params={"features": ["rowTracking", "domainMetadata"]},
             autofix="adds rowTracking and domainMetadata to writerFeatures",
+        ),
+        Rule(
+            "ICV3-ROW-IDS-ASSIGNED",
+            V3S,
+            "row_ids_assigned",
+            checks="With row tracking enabled, every live AddFile has baseRowId and defaultRowCommitVersion.",
+            message="file {file} has {observed}, although row tracking is enabled",
+            fix="rewrite the file so that it gets row ids (" + UPGRADE + ")",
+            clause=P_ROW_TRACKING,
+            also=(R3_WRITER,),
+            params={"key": "delta.enableRowTracking"},
         ),
         Rule(
             "ICV3-ROW-TRACKING-NOT-SUSPENDED",
@@ -599,7 +624,7 @@ def _type_rules() -> list[Rule]:
 def _writer_compat_feature_rules() -> list[Rule]:
     """IcebergWriterCompat's feature allow-lists and the "supported but not active" checks."""
 
-    def legacy(rid: str, kind: str, params: dict, checks: str, message: str, fix: str,
+    def legacy(rid: str, kind: str, params: dict[str, object], checks: str, message: str, fix: str,
                profiles: tuple[str, ...] = WRITERS) -> Rule:  # fmt: skip
         return Rule(
             rid,
@@ -795,16 +820,262 @@ def _file_rules() -> list[Rule]:
     ]
 
 
-CATALOG: tuple[Rule, ...] = (
-    *_support_rules(),
-    *_column_mapping_rules(),
-    *_row_tracking_rules(),
-    *_type_rules(),
-    *_writer_compat_feature_rules(),
-    *_replace_rules(),
-    *_file_rules(),
+# --- rules of the other layers ----------------------------------------------------------------------
+# Enforced by the module each names (``layer``) rather than by a check kind; listed here so that every
+# rule id a user can meet is in one catalog, with the data its layer reads as params.
+
+_WRITE = "icecompat_writer.writing.compose"
+_WRITE_CLAUSE = f"{P}#schema-serialization-format"
+_EMIT = "icecompat_writer.iceberg"
+_EMIT_CLAUSE = "docs/iceberg.md#then-the-emitters-own-checks"
+_UPGRADE_LAYER = "icecompat_writer.upgrading.plan"
+_UPGRADE_CLAUSE = "docs/upgrade.md#refusals"
+
+# Table-property namespaces delta-spark copies into the Hadoop configuration of every write.
+CONFIG_NAMESPACES = (
+    "fs.", "hadoop.", "parquet.", "spark.", "io.", "ipc.", "mapreduce.", "mapred.", "dfs.", "yarn.",
+    "file.", "ha.", "net.", "rpc.", "security.", "s3.", "s3a.", "s3n.", "s3native.", "ftp.", "avro.",
+)  # fmt: skip
+# Delta properties delta-spark parses as booleans (lower-cased keys).
+BOOLEAN_PROPERTIES = (
+    "delta.appendonly", "delta.enablechangedatafeed", "delta.enabledeletionvectors",
+    "delta.enablerowtracking", "delta.enabletypewidening", "delta.randomizefileprefixes",
+    "delta.checkpoint.writestatsasjson", "delta.checkpoint.writestatsasstruct",
+    "delta.enableexpiredlogcleanup", "delta.enableincommittimestamps",
+)  # fmt: skip
+
+
+def _write_rule(rule_id: str, checks: str, message: str, fix: str, **params: object) -> Rule:
+    return Rule(
+        rule_id, ALL, None, checks=checks, message=message, fix=fix, clause=_WRITE_CLAUSE,
+        params=params, stages=(Stage.PLAN,), layer=_WRITE,
+    )  # fmt: skip
+
+
+def _emit_rule(rule_id: str, checks: str, message: str, fix: str, clause: str = _EMIT_CLAUSE) -> Rule:
+    return Rule(
+        rule_id, ALL, None, checks=checks, message=message, fix=fix, clause=clause,
+        stages=(Stage.ICEBERG,), layer=_EMIT,
+    )  # fmt: skip
+
+
+def _layer_rules() -> list[Rule]:
+    """Delta's own write rules (profile ``delta`` on violations), the Iceberg emitter's checks
+    (profile ``iceberg-emitter``) and the upgrade's refusals."""
+    return [
+        _write_rule(
+            "DELTA-WRITE-DUPLICATE-COLUMN",
+            "No two names in one struct are the same column to Delta (names compared ignoring case).",
+            "Delta matches column names ignoring case, so this name is the same column as another",
+            "rename or drop one of the two columns before writing",
+        ),
+        _write_rule(
+            "DELTA-WRITE-EMPTY-STRUCT",
+            "Every struct, at any depth, has at least one field.",
+            "a struct without fields cannot be stored (Parquet has no empty group)",
+            "drop the column, or give the struct at least one field",
+        ),
+        _write_rule(
+            "DELTA-WRITE-UNKNOWN-COLUMN",
+            "Without mergeSchema, the DataFrame has no column or nested field the table lacks.",
+            "the DataFrame has a column the table does not have",
+            "add .option('mergeSchema', 'true') to add it to the table, or drop it from the DataFrame",
+        ),
+        _write_rule(
+            "DELTA-WRITE-TYPE-MISMATCH",
+            "Every column the table already has keeps its exact type (the DataFrame writer does not cast).",
+            "the DataFrame's type differs from the table's type for this column",
+            "cast the column to the table's type before writing, or overwrite with overwriteSchema=true",
+        ),
+        _write_rule(
+            "DELTA-WRITE-COLUMN-COUNT",
+            "A write by position (insertInto) has exactly as many columns as the table.",
+            "insertInto matches columns by position and the counts differ",
+            "select exactly the table's columns, in the table's order",
+        ),
+        _write_rule(
+            "DELTA-WRITE-PARTITION-COLUMN",
+            "Every partition column is a top-level column of a type Delta can partition by "
+            "(not a struct, array, map, void or variant).",
+            "the partition column is missing or of a type Delta cannot partition by",
+            "partition by a top-level column of a primitive type",
+            refused_types=["struct", "array", "map", "void", "variant"],
+        ),
+        _write_rule(
+            "DELTA-WRITE-PARTITIONING-CHANGE",
+            "A write that keeps the table's schema keeps its partitioning.",
+            "the write asks for a different partitioning than the table has",
+            "write with the table's partitioning, or overwrite with overwriteSchema=true (or replace the "
+            "table) to change it",
+        ),
+        _write_rule(
+            "DELTA-WRITE-CONFIG-PROPERTY",
+            "No table property lies in a namespace delta-spark copies into the Hadoop configuration of "
+            "every write.",
+            "the table property would reach the Hadoop configuration of every write to the table",
+            "drop the property; set Hadoop and Parquet settings on the Spark session instead",
+            namespaces=list(CONFIG_NAMESPACES),
+        ),
+        _write_rule(
+            "DELTA-WRITE-PROPERTY-VALUE",
+            "Every property value the write sets is one delta-spark can parse.",
+            "the table property's value would make delta-spark refuse the write",
+            "set the property to a value delta-spark accepts, or leave it out",
+            boolean_properties=list(BOOLEAN_PROPERTIES),
+            protocol_versions={
+                "delta.minreaderversion": ["1", "2", "3"],
+                "delta.minwriterversion": [str(v) for v in range(1, 8)],
+            },
+            feature_statuses=["supported", "enabled"],
+        ),
+        _write_rule(
+            "DELTA-WRITE-VARIANT-ICEBERG-V3",
+            "No variant column is written into a table with IcebergCompatV3 (delta-spark 4.4 fails on it).",
+            "delta-spark 4.4 cannot write a variant column into a table with IcebergCompatV3",
+            "store the value as JSON text (to_json) in a string column, or write it to a table without "
+            "IcebergCompatV3",
+        ),
+        Rule(
+            "DELTA-WRITE-SHALLOW-CLONE",
+            ALL,
+            None,
+            checks="A commit adds no data file outside the table's own directory (a SHALLOW CLONE).",
+            message="the commit references data files of another table",
+            fix="make a DEEP CLONE (CREATE TABLE ... DEEP CLONE ...) or copy the rows with compat_write",
+            clause=_WRITE_CLAUSE,
+            stages=(Stage.COMMIT,),
+            layer="icecompat_writer.jvm.service",
+        ),
+        _emit_rule(
+            "ICEBERG-EMIT-TYPE",
+            "Every column's type has an Iceberg counterpart the emitter writes.",
+            "the Delta type has no Iceberg counterpart this emitter writes",
+            "use only the IcebergCompatV2 type allow-list (variant/geo types are not converted yet)",
+            clause="docs/iceberg.md#types",
+        ),
+        _emit_rule(
+            "ICEBERG-EMIT-COLUMN-MAPPING",
+            "Column mapping is on (id or name), so data files carry the field ids Iceberg reads by.",
+            "column mapping is off, so the data files carry no field ids for Iceberg to resolve",
+            "set `delta.columnMapping.mode` to `name` (existing tables) or `id` (new tables)",
+        ),
+        _emit_rule(
+            "ICEBERG-EMIT-DELETION-VECTORS",
+            "Deletion vectors are off and no live data file carries one.",
+            "rows a deletion vector deletes would reappear in Iceberg",
+            "disable deletion vectors and purge them (REORG TABLE ... APPLY (PURGE))",
+        ),
+        _emit_rule(
+            "ICEBERG-EMIT-FORMAT-VERSION",
+            "Format v3 is emitted only with row tracking, and an existing tree keeps its format version.",
+            "the Iceberg format version cannot be written for this table",
+            "emit format 2, enable row tracking, or omit --format-version for an existing tree",
+        ),
+        _emit_rule(
+            "ICEBERG-EMIT-NUM-RECORDS",
+            "Every data file has a row count (numRecords, or a readable footer).",
+            "a data file has no numRecords statistic and its footer cannot be read",
+            "recompute statistics for the table (IcebergCompat requires numRecords)",
+        ),
+        _emit_rule(
+            "ICEBERG-EMIT-PARTITION-COLUMN",
+            "Every partition column is a top-level column the partition spec can name.",
+            "the partition column cannot be expressed in an Iceberg partition spec",
+            "repair the table metadata",
+        ),
+        _emit_rule(
+            "ICEBERG-EMIT-PARTITION-VALUE",
+            "Every partition value converts to its Iceberg type.",
+            "a data file's partition value cannot be converted",
+            "rewrite the file's partition with a writer that records UTC ISO-8601 values",
+        ),
+        _emit_rule(
+            "ICEBERG-EMIT-ROW-LINEAGE",
+            "Under format v3 every data file has a baseRowId, so Iceberg row ids match Delta's.",
+            "a data file has no baseRowId",
+            "enable row tracking and backfill it, or emit Iceberg format 2",
+        ),
+        _emit_rule(
+            "ICEBERG-EMIT-OUTSIDE-ROOT",
+            "Every data file and metadata file the emitter touches lies under the table root.",
+            "a file path leaves the table root; it was not opened",
+            "keep every data file under the table root (no absolute paths, `..` or links elsewhere)",
+        ),
+        _emit_rule(
+            "ICEBERG-EMIT-EXISTING-METADATA",
+            "An existing metadata/ tree was written by this emitter and is readable.",
+            "the existing Iceberg metadata was not written by this emitter",
+            "move the existing metadata/ directory away; the emitter does not adopt foreign trees",
+        ),
+        _emit_rule(
+            "ICEBERG-EMIT-HISTORY",
+            "Every Delta commit since the last conversion still exists.",
+            "Delta commits were cleaned up before they were converted",
+            "delete metadata/ and convert again from the current state",
+        ),
+        Rule(
+            "UPGRADE-UNREADABLE",
+            ALL,
+            None,
+            checks="The upgrade can read every log line and data file it replaces.",
+            message="the upgrade must see every log line and data file it replaces",
+            fix="repair the table first (`icecompat check TABLE` lists what it cannot read), then upgrade",
+            clause=_UPGRADE_CLAUSE,
+            stages=(Stage.UPGRADE,),
+            layer=_UPGRADE_LAYER,
+        ),
+        Rule(
+            "UPGRADE-ICEBERG-READERS",
+            ALL,
+            None,
+            checks="A new table state (new physical names) is not written under published Iceberg metadata.",
+            message="Iceberg metadata has already been published for the physical names a new state changes",
+            fix="upgrade a copy of the table, or remove its metadata/ folder and publish it again after the "
+            "upgrade",
+            clause=_UPGRADE_CLAUSE,
+            stages=(Stage.UPGRADE,),
+            layer=_UPGRADE_LAYER,
+        ),
+    ]
+
+
+def _with_stages(rule: Rule) -> Rule:
+    """A rule of a check kind is enforced by the planner and at commit, or on data files."""
+    file = kind_of(rule).scope is Scope.FILE
+    return replace(rule, stages=(Stage.FILE,) if file else (Stage.PLAN, Stage.COMMIT))
+
+
+# The rules ``validate`` evaluates through their check kinds (profiles list these).
+CATALOG: tuple[Rule, ...] = tuple(
+    _with_stages(r)
+    for r in (
+        *_support_rules(),
+        *_column_mapping_rules(),
+        *_row_tracking_rules(),
+        *_type_rules(),
+        *_writer_compat_feature_rules(),
+        *_replace_rules(),
+        *_file_rules(),
+    )
 )
-unique_ids(CATALOG)
 check_against_kinds(CATALOG)
 
-RULES_BY_ID = {r.id: r for r in CATALOG}
+# The rules the write, Iceberg and upgrade layers enforce themselves.
+LAYER_RULES: tuple[Rule, ...] = tuple(_layer_rules())
+
+# Every rule of every layer: what docs/rules.md lists and what a rule id is looked up in.
+RULES: tuple[Rule, ...] = (*CATALOG, *LAYER_RULES)
+unique_ids(RULES)
+
+RULES_BY_ID = {r.id: r for r in RULES}
+
+
+def layer_rule(rule_id: str) -> Rule:
+    """The catalog entry of a rule a layer enforces itself; ValueError for an id that is not one.
+
+    Layers raise violations through this, so that no rule id can be used without a catalog entry.
+    """
+    rule = RULES_BY_ID.get(rule_id)
+    if rule is None or rule.kind is not None:
+        raise ValueError(f"{rule_id} is not a layer rule of the catalog")
+    return rule

@@ -14,11 +14,12 @@ from icecompat_writer.deltalog.actions import Metadata, Protocol, TableStateLike
 from icecompat_writer.facts import DataFileFacts
 from icecompat_writer.rules import features as feat
 from icecompat_writer.rules.schema import SchemaIndex, index_schema_string
+from icecompat_writer.schema import CM_MAX_COLUMN_ID, CM_MODE
 
 __all__ = ["CM_MODE_KEY", "MAX_COLUMN_ID_KEY", "EvalContext", "column_mapping_mode"]
 
-CM_MODE_KEY = "delta.columnMapping.mode"
-MAX_COLUMN_ID_KEY = "delta.columnMapping.maxColumnId"
+CM_MODE_KEY = CM_MODE
+MAX_COLUMN_ID_KEY = CM_MAX_COLUMN_ID
 
 
 def column_mapping_mode(configuration: Mapping[str, str]) -> str:

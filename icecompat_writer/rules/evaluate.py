@@ -14,7 +14,7 @@ from icecompat_writer.errors import Violation
 from icecompat_writer.facts import DataFileFacts
 from icecompat_writer.rules.catalog import RULES_BY_ID
 from icecompat_writer.rules.context import EvalContext
-from icecompat_writer.rules.kinds import KINDS
+from icecompat_writer.rules.kinds import kind_of
 from icecompat_writer.rules.model import Rule, Scope, clauses_text
 from icecompat_writer.rules.perf import gc_paused
 from icecompat_writer.rules.profiles import Profile, get_profile
@@ -25,7 +25,7 @@ __all__ = ["rule_scope", "validate"]
 
 def rule_scope(rule: Rule) -> Scope:
     """A rule's scope is its kind's: what the check needs decides when it can run."""
-    return KINDS[rule.kind].scope
+    return kind_of(rule).scope
 
 
 def validate(
@@ -63,7 +63,7 @@ def _validate(
     out: list[Violation] = []
     for rule_id in prof.rule_ids:
         rule = RULES_BY_ID[rule_id]
-        kind = KINDS[rule.kind]
+        kind = kind_of(rule)
         if scopes is not None and kind.scope not in scopes:
             continue
         clause = clauses_text(rule)
@@ -79,6 +79,7 @@ def _validate(
                     observed=finding.observed,
                     expected=finding.expected,
                     clause=clause,
+                    values=dict(finding.values),
                 )
             )
     out.sort(key=_order)

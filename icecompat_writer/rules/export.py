@@ -1,17 +1,19 @@
-"""The catalog as JSON, for consumers that must not re-implement the rules by hand (the JVM extension).
+"""The catalog as JSON data: every rule, kind and profile, for readers and tools outside Python.
 
-The export is the single source the Java side reads: every rule with its id, profiles, clauses, scope,
-kind, params, message and fix templates and automatic fix, plus each kind's contract (scope, params,
-template fields) and each profile's configuration. Kinds are what the JVM side implements; rules are
-what it loads.
+Every rule with its id, profiles, clauses, scope, stages, kind, params, message and fix templates and
+automatic fix; each kind's contract (scope, params, template fields); each profile's configuration;
+and the rules the other layers enforce themselves. Nothing re-implements the kinds from it: the
+session guard's JVM side sends table states to the Python rule service
+(:mod:`icecompat_writer.jvm.service`, ``RuleService.java``), which evaluates them with
+:func:`~icecompat_writer.rules.validate`, the code ``compat_write`` and the checker run.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from icecompat_writer.rules.catalog import CATALOG
-from icecompat_writer.rules.kinds import KINDS
+from icecompat_writer.rules.catalog import CATALOG, LAYER_RULES
+from icecompat_writer.rules.kinds import KINDS, kind_of
 from icecompat_writer.rules.profiles import DEFAULT_PROFILE, PROFILES
 
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "export_catalog"]
@@ -53,14 +55,31 @@ def export_catalog() -> dict[str, Any]:
                 "clause": r.clause,
                 "also": list(r.also),
                 "reference": r.reference or None,
-                "scope": KINDS[r.kind].scope.value,
+                "scope": kind_of(r).scope.value,
                 "kind": r.kind,
                 "params": r.params_json(),
                 "checks": r.checks,
                 "message": r.message,
                 "fix": r.fix,
                 "autofix": r.autofix,
+                "stages": [s.value for s in r.stages],
             }
             for r in CATALOG
+        ],
+        # Rules the write path, the Iceberg emitter and the upgrade enforce themselves (no kind).
+        "layer_rules": [
+            {
+                "id": r.id,
+                "profiles": list(r.profiles),
+                "clause": r.clause,
+                "also": list(r.also),
+                "layer": r.layer,
+                "stages": [s.value for s in r.stages],
+                "params": r.params_json(),
+                "checks": r.checks,
+                "message": r.message,
+                "fix": r.fix,
+            }
+            for r in LAYER_RULES
         ],
     }

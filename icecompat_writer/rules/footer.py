@@ -2,7 +2,7 @@
 
 Data files name columns by their *physical* names (PROTOCOL.md "Writer Requirements for Column
 Mapping"), lists and maps appear as Parquet's LIST/MAP wrapper groups, and Iceberg reads every node by
-its field id. This module walks the Delta schema and the footer side by side and yields, for each
+its field id. This module visits the Delta schema with the footer as its partner and yields, for each
 node present in the file, the logical path, the Delta type, the footer node and the id the Delta
 metadata says that node must carry. Columns absent from a file are skipped: a missing column reads as
 null, which is legal.
@@ -10,18 +10,26 @@ null, which is legal.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from icecompat_writer.facts import ParquetField, ParquetFooter
-from icecompat_writer.rules.schema import (
-    column_id,
-    join_path,
-    nested_ids,
-    physical_name,
-    quote_name,
-    type_category,
+from icecompat_writer.schema import (
+    ELEMENT,
+    KEY,
+    ArrayType,
+    DataType,
+    Field,
+    MapType,
+    PartnerAccessor,
+    PartnerVisitor,
+    PrimitiveType,
+    Schema,
+    Slot,
+    StructType,
+    parse_schema,
+    visit_with_partner,
 )
 
 __all__ = ["FooterNode", "walk_footer"]
@@ -65,47 +73,66 @@ def _map_key_value(group: ParquetField) -> tuple[ParquetField | None, ParquetFie
     return None, None
 
 
-def walk_footer(schema_fields: list[Mapping[str, Any]], footer: ParquetFooter) -> Iterator[FooterNode]:
-    """Every schema node that is present in ``footer``, top-level columns matched by physical name."""
-    for f in schema_fields:
-        node = footer.field(physical_name(f))
-        if node is not None:
-            yield from _walk_field(f, quote_name(str(f.get("name", ""))), node)
+_Node = ParquetField | ParquetFooter  # the footer itself stands for the top-level struct
 
 
-def _walk_field(f: Mapping[str, Any], path: str, node: ParquetField) -> Iterator[FooterNode]:
-    t = f.get("type")
-    yield FooterNode(path, t, node, column_id(f))
-    yield from _walk_type(t, path, node, nested_ids(f), physical_name(f))
+class _FooterPartner(PartnerAccessor[_Node]):
+    """Footer nodes by physical name; elements, keys and values through Parquet's LIST/MAP groups."""
+
+    def field_partner(self, partner: _Node, field: Field) -> _Node | None:
+        if isinstance(partner, ParquetFooter):
+            return partner.field(field.physical_name)
+        return partner.child(field.physical_name)
+
+    def slot_partner(self, partner: _Node, slot: Slot) -> _Node | None:
+        if not isinstance(partner, ParquetField):
+            return None
+        if slot.step == ELEMENT:
+            return _list_element(partner)
+        key, value = _map_key_value(partner)
+        return key if slot.step == KEY else value
 
 
-def _walk_type(
-    t: Any, path: str, node: ParquetField, ids: Mapping[str, Any], key: str
-) -> Iterator[FooterNode]:
-    cat = type_category(t)
-    if node.physical_type is not None:
-        return  # a leaf in the file where Delta has a group (or a primitive): nothing below to pair
-    if cat == "struct":
-        for child in t.get("fields") or ():
-            if not isinstance(child, Mapping):
-                continue
-            cnode = node.child(physical_name(child))
-            if cnode is not None:
-                yield from _walk_field(child, join_path(path, quote_name(str(child.get("name", "")))), cnode)
-    elif cat == "array":
-        element = _list_element(node)
-        if element is not None:
-            yield from _slot(t.get("elementType"), path + ".element", element, ids, key + ".element")
-    elif cat == "map":
-        k, v = _map_key_value(node)
-        if k is not None:
-            yield from _slot(t.get("keyType"), path + ".key", k, ids, key + ".key")
-        if v is not None:
-            yield from _slot(t.get("valueType"), path + ".value", v, ids, key + ".value")
+class _Pairing(PartnerVisitor[_Node, list[FooterNode]]):
+    def descend(self, node: DataType, partner: _Node | None) -> bool:
+        # a leaf in the file where Delta has a group: nothing below to pair
+        return isinstance(partner, ParquetFooter) or (partner is not None and partner.physical_type is None)
+
+    def struct(
+        self, struct: StructType, partner: _Node | None, field_results: list[list[FooterNode]]
+    ) -> list[FooterNode]:
+        return [n for r in field_results for n in r]
+
+    def field(self, field: Field, partner: _Node | None, type_result: list[FooterNode]) -> list[FooterNode]:
+        if not isinstance(partner, ParquetField):
+            return []
+        return [FooterNode(field.path, field.raw.get("type"), partner, field.column_id), *type_result]
+
+    def slot(self, slot: Slot, partner: _Node | None, type_result: list[FooterNode]) -> list[FooterNode]:
+        if not isinstance(partner, ParquetField):
+            return []
+        return [FooterNode(slot.path, slot.type.raw, partner, slot.id), *type_result]
+
+    def array(
+        self, array: ArrayType, partner: _Node | None, element_result: list[FooterNode] | None
+    ) -> list[FooterNode]:
+        return element_result or []
+
+    def map(
+        self,
+        map_type: MapType,
+        partner: _Node | None,
+        key_result: list[FooterNode] | None,
+        value_result: list[FooterNode] | None,
+    ) -> list[FooterNode]:
+        return (key_result or []) + (value_result or [])
+
+    def primitive(self, primitive: PrimitiveType, partner: _Node | None) -> list[FooterNode]:
+        return []
 
 
-def _slot(t: Any, path: str, node: ParquetField, ids: Mapping[str, Any], key: str) -> Iterator[FooterNode]:
-    raw = ids.get(key)
-    expected = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
-    yield FooterNode(path, t, node, expected)
-    yield from _walk_type(t, path, node, ids, key)
+def walk_footer(schema: Schema | Sequence[Mapping[str, Any]], footer: ParquetFooter) -> Iterator[FooterNode]:
+    """Every schema node that is present in ``footer``, in schema order, top-level columns matched by
+    physical name. ``schema`` is a parsed schema or the list of its top-level fields' JSON."""
+    model = schema if isinstance(schema, Schema) else parse_schema({"fields": list(schema)})
+    yield from visit_with_partner(model, footer, _Pairing(), _FooterPartner())

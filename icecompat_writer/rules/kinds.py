@@ -3,8 +3,8 @@
 Each kind is one function from (context, rule) to findings, registered with the scope it needs, the
 params a rule must give it, and the extra template fields its findings provide. Kinds know nothing
 about any particular spec: the catalog (``catalog.py``) turns them into spec rules by choosing params.
-That is also the contract with the JVM side, which re-implements each kind once and reads the rules
-from :func:`icecompat_writer.rules.export.export_catalog`.
+They are implemented here only: the session guard's JVM side asks the Python rule service
+(:mod:`icecompat_writer.jvm.service`) instead of evaluating rules itself.
 
 A check yields every problem it finds (never stops at the first one), in schema or file order, so
 that one validation reports everything that is wrong.
@@ -39,6 +39,7 @@ from icecompat_writer.rules.schema import (
     type_shape,
     type_text,
 )
+from icecompat_writer.schema import Schema
 
 __all__ = ["KINDS", "Kind", "check_against_kinds"]
 
@@ -58,6 +59,13 @@ class Kind:
 
 
 KINDS: dict[str, Kind] = {}
+
+
+def kind_of(rule: Rule) -> Kind:
+    """The check kind a catalog rule is evaluated by (ValueError for a rule another layer enforces)."""
+    if rule.kind is None:
+        raise ValueError(f"rule {rule.id} has no check kind: {rule.layer} enforces it")
+    return KINDS[rule.kind]
 
 
 def kind(
@@ -495,9 +503,7 @@ def _physical_names_stable(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     if ctx.previous is None:
         return
     prev_mapped = column_mapping_mode(ctx.previous.metadata.configuration) in ("name", "id")
-    new_schema = _raw_schema(ctx)
-    old_schema = _raw_previous_schema(ctx)
-    for new, old, path in matched_fields(new_schema, old_schema):
+    for new, old, path in matched_fields(_parsed_schema(ctx), _parsed_previous_schema(ctx)):
         md, old_md = field_metadata(new), field_metadata(old)
         want_pn = old_md.get(CM_PHYSICAL_NAME) if prev_mapped else old.get("name")
         want_id = column_id(old) if prev_mapped else None
@@ -510,13 +516,17 @@ def _physical_names_stable(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
             )
 
 
-def _raw_schema(ctx: EvalContext) -> Mapping[str, Any]:
-    return {"fields": [f.raw for f in ctx.schema.top]}
+def _parsed_schema(ctx: EvalContext) -> Schema | Mapping[str, Any]:
+    """The new schema as its index parsed it (its top-level fields' JSON for an index built otherwise)."""
+    model = ctx.schema.model
+    return model if model is not None else {"fields": [f.raw for f in ctx.schema.top]}
 
 
-def _raw_previous_schema(ctx: EvalContext) -> Mapping[str, Any]:
+def _parsed_previous_schema(ctx: EvalContext) -> Schema | Mapping[str, Any]:
     prev = ctx.previous_schema
-    return {"fields": [f.raw for f in prev.top]} if prev is not None else {"fields": []}
+    if prev is None:
+        return {"fields": []}
+    return prev.model if prev.model is not None else {"fields": [f.raw for f in prev.top]}
 
 
 # --- data files ------------------------------------------------------------------------------------
@@ -530,6 +540,28 @@ def _num_records_present(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
             yield _f(
                 observed="no stats" if not f.has_stats else "stats without numRecords",
                 expected="numRecords",
+                file=f.path,
+            )
+
+
+@kind("row_ids_assigned", Scope.FILE, params=("key",), fields=("file",))
+def _row_ids_assigned(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
+    """With row tracking enabled, every AddFile carries ``baseRowId`` and ``defaultRowCommitVersion``."""
+    if str(ctx.metadata.configuration.get(rule.params["key"], "")).strip().lower() != "true":
+        return
+    for f in ctx.files:
+        missing = [
+            name
+            for name, value in (
+                ("baseRowId", f.base_row_id),
+                ("defaultRowCommitVersion", f.default_row_commit_version),
+            )
+            if value is None
+        ]
+        if missing:
+            yield _f(
+                observed="no " + " and no ".join(missing),
+                expected="baseRowId and defaultRowCommitVersion",
                 file=f.path,
             )
 
@@ -567,11 +599,11 @@ def _partition_columns_materialized(ctx: EvalContext, rule: Rule) -> Iterator[Fi
 def _timestamps_int64(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """Every ``timestamp``/``timestamp_ntz`` value present in a data file is stored as INT64 (not
     INT96)."""
-    raw = [f.raw for f in ctx.schema.top]
+    model = ctx.schema.model if ctx.schema.model is not None else [f.raw for f in ctx.schema.top]
     for f in ctx.files:
         if f.footer is None:
             continue
-        for node in walk_footer(raw, f.footer):
+        for node in walk_footer(model, f.footer):
             if (
                 type_category(node.type) in ("timestamp", "timestamp_ntz")
                 and node.node.physical_type != "INT64"
@@ -585,11 +617,11 @@ def _timestamps_int64(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
 def _parquet_field_ids(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """Every schema node present in a data file (columns, nested fields, array elements, map keys and
     values) carries the Parquet field id the column mapping metadata assigns it."""
-    raw = [f.raw for f in ctx.schema.top]
+    model = ctx.schema.model if ctx.schema.model is not None else [f.raw for f in ctx.schema.top]
     for f in ctx.files:
         if f.footer is None:
             continue
-        for node in walk_footer(raw, f.footer):
+        for node in walk_footer(model, f.footer):
             if node.expected_id is not None and node.node.field_id != node.expected_id:
                 yield _f(
                     node.path,
@@ -627,7 +659,7 @@ def check_against_kinds(rules: Iterable[Rule]) -> None:
     """Refuse a catalog whose rules name an unknown kind, give it the wrong params, or use template
     fields its findings never provide (a typo there would only surface as a KeyError mid-validation)."""
     for r in rules:
-        k = KINDS.get(r.kind)
+        k = KINDS.get(r.kind) if r.kind is not None else None
         if k is None:
             raise ValueError(f"rule {r.id}: unknown kind {r.kind!r}")
         if set(r.params) != set(k.params):

@@ -76,7 +76,7 @@ def _fits(text: str, category: str, column_type: Any) -> bool:
         if not pattern.fullmatch(text):
             return False
         bits = _RANGES[category]
-        return -(2 ** (bits - 1)) <= int(text.rstrip("lL")) < 2 ** (bits - 1)
+        return bool(-(2 ** (bits - 1)) <= int(text.rstrip("lL")) < 2 ** (bits - 1))
     if category in ("float", "double"):
         return bool(_FLOATING.fullmatch(text))
     if category == "decimal":
@@ -109,7 +109,8 @@ def _valid(year: str, month: str, day: str, *clock: str | None) -> bool:
     """A real calendar date and, when given, a real time of day (hour 24 and February 30 are not)."""
     try:
         dt.date(int(year), int(month), int(day))
-        dt.time(*(int(p) for p in clock if p is not None))
+        hour, minute, second = ([int(p) for p in clock if p is not None] + [0, 0, 0])[:3]
+        dt.time(hour, minute, second)
     except ValueError:
         return False
     return True

@@ -2,9 +2,9 @@
 
 A rule is data. The code that decides whether a table passes lives in :mod:`.kinds` (one generic check
 per ``kind``); a rule only names the kind and gives it JSON-serialisable ``params``. That split is what
-lets :func:`icecompat_writer.rules.export.export_catalog` hand the very same catalog to the JVM side,
-and what keeps "adding a rule" down to one catalog entry (plus one check function when no existing
-kind fits).
+lets :func:`icecompat_writer.rules.export.export_catalog` give the whole catalog as JSON data and
+docs/rules.md list every parameter, and what keeps "adding a rule" down to one catalog entry (plus one
+check function when no existing kind fits).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["PROFILE_NAMES", "Finding", "Rule", "Scope", "freeze", "thaw"]
+__all__ = ["PROFILE_NAMES", "Finding", "Rule", "Scope", "Stage", "freeze", "thaw"]
 
 # The profile names, in the order they are documented. Profiles themselves live in profiles.py; the
 # names are here so that rules can be checked against them without an import cycle.
@@ -41,6 +41,22 @@ class Scope(StrEnum):
     SCHEMA = "schema"
     REPLACE = "replace"
     FILE = "file"
+
+
+class Stage(StrEnum):
+    """Where a rule is enforced.
+
+    ``plan``: before any file is written (``plan`` and ``compat_write``'s own write checks);
+    ``commit``: again on the state a transaction commits (the session guard, the writer's verify step);
+    ``file``: on data files (after they are written, and by the checker); ``iceberg``: when Iceberg
+    metadata is emitted; ``upgrade``: when an existing table is upgraded.
+    """
+
+    PLAN = "plan"
+    COMMIT = "commit"
+    FILE = "file"
+    ICEBERG = "iceberg"
+    UPGRADE = "upgrade"
 
 
 # Scopes the planner must leave with no violation (file rules need data; replace rules need history).
@@ -101,12 +117,16 @@ class Rule:
     and heading anchor the rule implements; ``also`` lists further clauses that state the same
     requirement, so that coverage of every spec bullet can be shown from the catalog alone.
     ``reference`` names an implementation the rule follows where no protocol text exists (Delta
-    Kernel's IcebergWriterCompatV3).
+    Kernel's IcebergWriterCompatV3). ``stages`` says where the rule is enforced.
+
+    Most rules are evaluated by :func:`~icecompat_writer.rules.validate` through their ``kind``. A
+    rule of another layer (Delta's own write rules, the Iceberg emitter, the upgrade) has no kind:
+    ``layer`` names the module that enforces it, and its ``params`` are the data that module reads.
     """
 
     id: str
     profiles: tuple[str, ...]
-    kind: str
+    kind: str | None
     checks: str
     message: str
     fix: str
@@ -115,6 +135,8 @@ class Rule:
     also: tuple[str, ...] = ()
     autofix: str | None = None
     reference: str = ""
+    stages: tuple[Stage, ...] = ()
+    layer: str = ""
 
     def __post_init__(self) -> None:
         if not _RULE_ID.match(self.id):
@@ -128,9 +150,12 @@ class Rule:
                 raise ValueError(f"rule {self.id}: clause {clause!r} must be <file>#<heading-anchor>")
         if not self.checks.endswith("."):
             raise ValueError(f"rule {self.id}: `checks` is one sentence ending with a period")
+        if self.kind is None and (not self.layer or not self.stages):
+            raise ValueError(f"rule {self.id}: a rule without a check kind names its layer and stages")
         object.__setattr__(self, "params", freeze(dict(self.params)))
         object.__setattr__(self, "profiles", tuple(self.profiles))
         object.__setattr__(self, "also", tuple(self.also))
+        object.__setattr__(self, "stages", tuple(Stage(s) for s in self.stages))
 
     def applies_to(self, profile: str) -> bool:
         return profile in self.profiles
@@ -139,7 +164,8 @@ class Rule:
         return self.params[name]
 
     def params_json(self) -> dict[str, Any]:
-        return thaw(self.params)
+        plain: dict[str, Any] = thaw(self.params)
+        return plain
 
     def render(self, finding: Finding) -> tuple[str, str]:
         """(message, fix) for one finding."""

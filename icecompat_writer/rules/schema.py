@@ -1,19 +1,18 @@
 """Delta schema JSON (the ``schemaString`` format), indexed once so that every rule is a cheap lookup.
 
-Rules never walk the schema themselves: :func:`index_schema` walks it once and records every struct
-field and every nested-id slot (array elements, map keys and values) with its column path already
-rendered, plus the sets of type categories and metadata keys present. With ~40 rules and schemas of
-10,000 leaves, walking once instead of once per rule is what keeps ``validate`` fast.
+Rules never walk the schema themselves: :func:`index_schema` parses it once into the typed model of
+:mod:`icecompat_writer.schema` and records every struct field and every nested-id slot (array
+elements, map keys and values) with its column path already rendered, plus the sets of type
+categories and metadata keys present. With ~40 rules and schemas of 10,000 leaves, walking once
+instead of once per rule is what keeps ``validate`` fast.
 
-Paths use logical names joined by dots with ``element``/``key``/``value`` for the nested levels
-(PROTOCOL.md "Field Path"); a name containing a dot or a backtick (or an empty name) is quoted with
-backticks, backticks doubled, so that every path reads back unambiguously.
+Column paths, column-mapping keys, type categories and decimal parameters live in
+:mod:`icecompat_writer.schema`; the names are re-exported here for the rules that use them.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -22,6 +21,31 @@ from types import MappingProxyType
 from typing import Any
 
 from icecompat_writer.errors import TableReadError
+from icecompat_writer.schema import (
+    CM_ID,
+    CM_NESTED_IDS,
+    CM_PHYSICAL_NAME,
+    DataType,
+    Field,
+    PartnerAccessor,
+    PartnerVisitor,
+    Schema,
+    Slot,
+    StructType,
+    child_path,
+    contains_struct,
+    decimal_params,
+    fold_name,
+    join_path,
+    parse_schema,
+    quote_name,
+    type_category,
+    type_shape,
+    type_text,
+    visit_with_partner,
+)
+from icecompat_writer.schema.model import ArrayType, MapType, PrimitiveType
+from icecompat_writer.schema.paths import KEY
 
 __all__ = [
     "CM_ID",
@@ -29,8 +53,9 @@ __all__ = [
     "CM_PHYSICAL_NAME",
     "FieldNode",
     "MalformedSchemaError",
+    "SameColumn",
     "SchemaIndex",
-    "ShapeSlot",
+    "SchemaNode",
     "SlotNode",
     "TypeNode",
     "cached_index",
@@ -43,7 +68,7 @@ __all__ = [
     "field_metadata",
     "fold_name",
     "id_filler",
-    "index_from_shape",
+    "index_model",
     "index_schema",
     "index_schema_string",
     "join_path",
@@ -58,12 +83,6 @@ __all__ = [
     "type_text",
 ]
 
-CM_ID = "delta.columnMapping.id"
-CM_PHYSICAL_NAME = "delta.columnMapping.physicalName"
-CM_NESTED_IDS = "delta.columnMapping.nested.ids"
-
-_COMPLEX = frozenset({"struct", "array", "map"})
-
 
 class MalformedSchemaError(TableReadError):
     """A ``schemaString`` that is not a Delta schema (not JSON, not a struct, nested beyond reason).
@@ -71,85 +90,6 @@ class MalformedSchemaError(TableReadError):
     Only a log can hold one (Spark never writes such a schema); no rule can be decided on it, so it is
     an error instead of an empty schema that every rule would pass.
     """
-
-
-def fold_name(name: str) -> str:
-    """The key under which Delta matches column names case-insensitively.
-
-    Delta's schema merge compares ``name.toLowerCase(Locale.ROOT)``: Unicode's full lowercase
-    mapping, which ``str.lower`` implements too. ``str.casefold`` folds further (``ß`` and ``SS``
-    become one name) and would join columns that Delta keeps apart.
-    """
-    return name.lower()
-
-
-def quote_name(name: str) -> str:
-    """One path segment: the name itself, or backtick-quoted when it holds a dot/backtick or is empty."""
-    if name and "." not in name and "`" not in name:
-        return name
-    return "`" + name.replace("`", "``") + "`"
-
-
-def join_path(parent: str, segment: str) -> str:
-    return segment if not parent else parent + "." + segment
-
-
-def child_path(parent: str, name: Any) -> str:
-    """The path of struct field ``name`` (any JSON value; text is what counts) below ``parent``."""
-    if not isinstance(name, str):
-        name = str(name)
-    return join_path(parent, quote_name(name))
-
-
-_DECIMAL_TYPE = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)")
-
-
-def decimal_params(t: Any) -> tuple[int, int] | None:
-    """``(precision, scale)`` of a Delta ``decimal(P,S)`` type, else None."""
-    m = _DECIMAL_TYPE.fullmatch(t.strip()) if isinstance(t, str) else None
-    return (int(m.group(1)), int(m.group(2))) if m else None
-
-
-def type_category(t: Any) -> str:
-    """The allow-list name of a Delta type: ``decimal(10,2)`` -> ``decimal``, a struct -> ``struct``.
-
-    Primitive names are Delta's own (``integer``, ``timestamp_ntz``, ``variant``, ...). Anything not
-    recognisable comes back as its text so that allow-lists refuse it instead of crashing on it.
-    """
-    if isinstance(t, str):
-        if t in _SIMPLE:  # most leaves: one set lookup instead of three prefix tests
-            return t
-        if t.startswith("decimal"):
-            return "decimal"
-        if t.startswith("geometry"):
-            return "geometry"
-        if t.startswith("geography"):
-            return "geography"
-        return t
-    if type(t) is dict or isinstance(t, Mapping):
-        inner = t.get("type")
-        if isinstance(inner, str):
-            return inner if inner in _COMPLEX else type_category(inner)
-    return "unknown"
-
-
-def type_text(t: Any) -> str:
-    """A short human form of a type for messages: primitives verbatim, complex types by their kind."""
-    if isinstance(t, str):
-        return t
-    cat = type_category(t)
-    if cat == "array":
-        return f"array<{type_text(t.get('elementType'))}>"
-    if cat == "map":
-        return f"map<{type_text(t.get('keyType'))}, {type_text(t.get('valueType'))}>"
-    if cat == "struct":
-        inner = ", ".join(
-            f"{quote_name(str(f.get('name', '')))}: {type_text(f.get('type'))}"
-            for f in t.get("fields") or ()
-            if isinstance(f, Mapping)
-        )
-        return f"struct<{inner}>"
-    return cat
 
 
 def id_filler(template: str) -> Callable[[int], str]:
@@ -237,10 +177,13 @@ class SchemaIndex:
     checks are then a set lookup.
     """
 
-    __slots__ = ("_by_key", "_ids", "_types", "categories", "fields", "metadata_keys", "root", "slots", "top")
+    __slots__ = (
+        "_by_key", "_ids", "_types", "categories", "fields", "metadata_keys", "model", "root", "slots", "top",
+    )  # fmt: skip
 
     def __init__(self, root: Mapping[str, Any]) -> None:
         self.root = root
+        self.model: Schema | None = None  # the parsed schema the index was built from
         self.fields: list[FieldNode] = []
         self.slots: list[SlotNode] = []
         self.top: list[FieldNode] = []
@@ -255,7 +198,7 @@ class SchemaIndex:
         """Every type occurrence in schema order (built on first use)."""
         if self._types is None:
             out: list[TypeNode] = []
-            slot_types = {id(s.owner): [] for s in self.slots}
+            slot_types: dict[int, list[SlotNode]] = {id(s.owner): [] for s in self.slots}
             for s in self.slots:
                 slot_types[id(s.owner)].append(s)
             for f in self.fields:
@@ -318,110 +261,62 @@ class SchemaIndex:
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 
 
-def _field_node(idx: SchemaIndex, f: Mapping[str, Any], path: str, parent: FieldNode | None) -> FieldNode:
-    """Record struct field ``f`` (at ``path``) in ``idx``: its id and physical name read once, its
-    metadata keys added to the index's set."""
-    name = f.get("name", "")
-    if not isinstance(name, str):
-        name = str(name)
-    md = f.get("metadata")
-    if (type(md) is dict or isinstance(md, Mapping)) and md:
-        idx.metadata_keys.update(md)
-        cid = md.get(CM_ID)
-        if not isinstance(cid, int) or isinstance(cid, bool):
-            cid = None
-        pn = md.get(CM_PHYSICAL_NAME)
-        if not isinstance(pn, str) or not pn:
-            pn = name
-    else:
-        md, cid, pn = _NO_METADATA, None, name
-    node = FieldNode(path, name, f, f.get("type"), parent, md, cid, pn)
-    idx.fields.append(node)
-    if parent is None:
-        idx.top.append(node)
-    return node
+def index_model(model: Schema) -> SchemaIndex:
+    """The index of a parsed schema, each field's metadata read now.
+
+    The planner parses its private copy once, changes field metadata in place (never the shape) and
+    indexes the same model afterwards, instead of serialising and parsing again. Raises
+    :class:`MalformedSchemaError` when some struct's ``fields`` is not a list.
+    """
+    if model.irregular is not None:
+        where = f"struct `{model.irregular}`" if model.irregular else "the schema"
+        raise MalformedSchemaError(f"the fields of {where} are not a list")
+    idx = SchemaIndex(model.raw if isinstance(model.raw, Mapping) else {})
+    idx.model = model
+    idx.categories = set(model.categories)
+    nodes = idx.fields
+    keys = idx.metadata_keys
+    top = idx.top
+    no_md = _NO_METADATA
+    for f in model.fields:
+        raw = f.raw
+        name = f.name
+        md = raw.get("metadata")
+        if (type(md) is dict or isinstance(md, Mapping)) and md:
+            keys.update(md)
+            cid = md.get(CM_ID)
+            if not isinstance(cid, int) or isinstance(cid, bool):
+                cid = None
+            pn = md.get(CM_PHYSICAL_NAME)
+            if not isinstance(pn, str) or not pn:
+                pn = name
+        else:
+            md, cid, pn = no_md, None, name
+        parent = f.parent
+        node = FieldNode(
+            f.path, name, raw, raw.get("type"), None if parent is None else nodes[parent.index], md, cid, pn
+        )
+        nodes.append(node)
+        if parent is None:
+            top.append(node)
+    idx.slots = [
+        SlotNode(s.path, nodes[s.owner.index].physical_name + s.steps, s.type.raw, nodes[s.owner.index])
+        for s in model.slots
+    ]
+    return idx
+
+
+def parse_checked(schema: Any) -> Schema:
+    """:func:`~icecompat_writer.schema.parse_schema`, with a schema nested beyond reason refused."""
+    try:
+        return parse_schema(schema)
+    except RecursionError:
+        raise MalformedSchemaError("the schema is nested too deeply to be checked") from None
 
 
 def index_schema(schema: Mapping[str, Any]) -> SchemaIndex:
-    """Walk a parsed schema once and index it. The schema is referenced, not copied: do not mutate it."""
-    idx = SchemaIndex(schema)
-    slots_out = idx.slots
-    cats = idx.categories
-
-    def walk_struct(struct: Mapping[str, Any], parent_path: str, parent: FieldNode | None) -> None:
-        fields = struct.get("fields")
-        if fields is not None and not isinstance(fields, list):
-            where = f"struct `{parent_path}`" if parent_path else "the schema"
-            raise MalformedSchemaError(f"the fields of {where} are not a list ({type(fields).__name__})")
-        for f in fields or ():
-            if not (type(f) is dict or isinstance(f, Mapping)):
-                continue
-            node = _field_node(idx, f, child_path(parent_path, f.get("name", "")), parent)
-            walk_type(node.type, node.path, node, node.physical_name)
-
-    def walk_type(t: Any, path: str, owner: FieldNode, slot_prefix: str) -> None:
-        cat = t if isinstance(t, str) and t in _SIMPLE else type_category(t)
-        cats.add(cat)
-        if cat == "struct":
-            walk_struct(t, path, owner)
-        elif cat == "array":
-            p = path + ".element"
-            k = slot_prefix + ".element"
-            et = t.get("elementType")
-            slots_out.append(SlotNode(p, k, et, owner))
-            walk_type(et, p, owner, k)
-        elif cat == "map":
-            for step, sub in (("key", "keyType"), ("value", "valueType")):
-                p = path + "." + step
-                k = slot_prefix + "." + step
-                st = t.get(sub)
-                slots_out.append(SlotNode(p, k, st, owner))
-                walk_type(st, p, owner, k)
-
-    try:
-        walk_struct(schema if isinstance(schema, Mapping) else {}, "", None)
-    except RecursionError:
-        raise MalformedSchemaError("the schema is nested too deeply to be checked") from None
-    return idx
-
-
-# An array element or map key/value of a known walk: (position of the nearest ancestor struct field
-# among the walk's fields, the element/key/value steps below that field such as ``.value.element``,
-# the slot's column path, the slot's type).
-ShapeSlot = tuple[int, str, str, Any]
-
-
-def index_from_shape(
-    root: Mapping[str, Any],
-    fields: Iterable[tuple[Mapping[str, Any], str]],
-    parents: Iterable[int],
-    slots: Iterable[ShapeSlot],
-    categories: set[str],
-) -> SchemaIndex:
-    """The index of a schema whose walk is already known, reading each field's metadata now.
-
-    The planner walks its copy of the schema once before the fixers change field metadata (never the
-    shape); building the final index from that walk costs a third of walking again. ``fields`` are
-    (struct field, path) in pre-order, ``parents`` the position of each one's nearest ancestor struct
-    field (-1 at the top), ``slots`` every array element and map key/value in pre-order,
-    ``categories`` every type category.
-    """
-    idx = SchemaIndex(root)
-    idx.categories = set(categories)
-    nodes = idx.fields
-    for (f, path), parent_i in zip(fields, parents, strict=True):
-        _field_node(idx, f, path, nodes[parent_i] if parent_i >= 0 else None)
-    idx.slots = [SlotNode(p, nodes[o].physical_name + steps, t, nodes[o]) for o, steps, p, t in slots]
-    return idx
-
-
-# Primitive names whose category is the name itself (skips type_category's prefix tests in the walk).
-_SIMPLE = frozenset(
-    {
-        "byte", "short", "integer", "long", "float", "double", "string", "binary", "boolean", "date",
-        "timestamp", "timestamp_ntz", "variant", "void",
-    }
-)  # fmt: skip
+    """Parse a schema's JSON once and index it. The JSON is referenced, not copied: do not mutate it."""
+    return index_model(parse_checked(schema if isinstance(schema, Mapping) else {}))
 
 
 class _IndexCache:
@@ -520,77 +415,83 @@ def field_lookup(struct: Mapping[str, Any] | None) -> Callable[[str], Mapping[st
     return find
 
 
+Matched = list[tuple[Mapping[str, Any], Mapping[str, Any], str]]
+SchemaNode = Field | Slot | DataType  # a node of the typed schema, as a partner of another schema's node
+
+
+class SameColumn(PartnerAccessor[SchemaNode]):
+    """Partners by Delta's name resolution (see :func:`field_lookup`), through arrays and maps."""
+
+    def __init__(self) -> None:
+        self._lookups: dict[int, tuple[Callable[[str], Mapping[str, Any] | None], dict[int, Field]]] = {}
+
+    def field_partner(self, partner: SchemaNode, field: Field) -> SchemaNode | None:
+        if not isinstance(partner, StructType):
+            return None
+        hit = self._lookups.get(id(partner))
+        if hit is None:
+            hit = self._lookups[id(partner)] = (
+                field_lookup(partner.raw),
+                {id(f.raw): f for f in partner.fields},
+            )
+        find, nodes = hit
+        raw = find(field.name)
+        return None if raw is None else nodes.get(id(raw))
+
+    def slot_partner(self, partner: SchemaNode, slot: Slot) -> SchemaNode | None:
+        if isinstance(partner, ArrayType):
+            return partner.element
+        if isinstance(partner, MapType):
+            return partner.key if slot.step == KEY else partner.value
+        return None
+
+    def type_partner(self, partner: SchemaNode) -> SchemaNode | None:
+        return partner.type if isinstance(partner, Field | Slot) else partner
+
+
+class _Matcher(PartnerVisitor[SchemaNode, Matched]):
+    """(new field, previous field, path) in pre-order, descending only where both sides have the same
+    kind of type."""
+
+    def descend(self, node: DataType, partner: SchemaNode | None) -> bool:
+        return isinstance(partner, DataType) and partner.category == node.category
+
+    def struct(self, struct: StructType, partner: SchemaNode | None, field_results: list[Matched]) -> Matched:
+        return [m for r in field_results for m in r]
+
+    def field(self, field: Field, partner: SchemaNode | None, type_result: Matched) -> Matched:
+        if not isinstance(partner, Field):
+            return []
+        return [(field.raw, partner.raw, field.path), *type_result]
+
+    def array(self, array: ArrayType, partner: SchemaNode | None, element_result: Matched | None) -> Matched:
+        return element_result or []
+
+    def map(
+        self,
+        map_type: MapType,
+        partner: SchemaNode | None,
+        key_result: Matched | None,
+        value_result: Matched | None,
+    ) -> Matched:
+        return (key_result or []) + (value_result or [])
+
+    def primitive(self, primitive: PrimitiveType, partner: SchemaNode | None) -> Matched:
+        return []
+
+
 def matched_fields(
-    new: Mapping[str, Any], previous: Mapping[str, Any], parent_path: str = ""
+    new: Mapping[str, Any] | Schema, previous: Mapping[str, Any] | Schema
 ) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any], str]]:
     """(new field, previous field, path) for every struct field of ``new`` that existed in ``previous``.
 
     Fields are matched level by level by name (see :func:`field_lookup`), descending through arrays and
     maps only where both sides have the same kind of type. This is how "the same column" is decided
-    when a table's schema is replaced or evolved.
+    when a table's schema is replaced or evolved. Either side may be raw JSON or an already parsed model.
     """
-    find = field_lookup(previous)
-    for f in new.get("fields") or ():
-        if not isinstance(f, Mapping):
-            continue
-        name = str(f.get("name", ""))
-        p = find(name)
-        if p is None:
-            continue
-        path = join_path(parent_path, quote_name(name))
-        yield f, p, path
-        yield from _matched_types(f.get("type"), p.get("type"), path)
-
-
-def _matched_types(t: Any, pt: Any, path: str) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any], str]]:
-    cat = type_category(t)
-    if cat != type_category(pt):
-        return
-    if cat == "struct":
-        yield from matched_fields(t, pt, path)
-    elif cat == "array":
-        yield from _matched_types(t.get("elementType"), pt.get("elementType"), path + ".element")
-    elif cat == "map":
-        yield from _matched_types(t.get("keyType"), pt.get("keyType"), path + ".key")
-        yield from _matched_types(t.get("valueType"), pt.get("valueType"), path + ".value")
-
-
-def type_shape(t: Any) -> Any:
-    """A type with all field metadata dropped: names, nullability and nested types only.
-
-    Used to decide whether a schema "changed" where ids and comments do not count (map keys).
-    """
-    cat = type_category(t)
-    if cat == "struct":
-        return (
-            "struct",
-            tuple(
-                (str(f.get("name", "")), bool(f.get("nullable", True)), type_shape(f.get("type")))
-                for f in t.get("fields") or ()
-                if isinstance(f, Mapping)
-            ),
-        )
-    if cat == "array":
-        return ("array", bool(t.get("containsNull", True)), type_shape(t.get("elementType")))
-    if cat == "map":
-        return (
-            "map",
-            type_shape(t.get("keyType")),
-            type_shape(t.get("valueType")),
-            bool(t.get("valueContainsNull", True)),
-        )
-    return t if isinstance(t, str) else cat
-
-
-def contains_struct(t: Any) -> bool:
-    cat = type_category(t)
-    if cat == "struct":
-        return True
-    if cat == "array":
-        return contains_struct(t.get("elementType"))
-    if cat == "map":
-        return contains_struct(t.get("keyType")) or contains_struct(t.get("valueType"))
-    return False
+    new_model = new if isinstance(new, Schema) else parse_schema(new)
+    old_model = previous if isinstance(previous, Schema) else parse_schema(previous)
+    yield from visit_with_partner(new_model, old_model.struct, _Matcher(), SameColumn())
 
 
 def physical_path(node: FieldNode) -> tuple[str, ...]:

@@ -59,7 +59,11 @@ R = TypeVar("R")
 
 @dataclass(frozen=True, slots=True)
 class FileEntry:
-    """One file a listing returned: where it is and its size in bytes."""
+    """One file a listing returned: where it is and its size in bytes.
+
+    :func:`list_files` on local disk leaves ``size`` at -1 (one ``scandir``, no ``stat`` per log
+    file: the log reader never needs it); object-store listings and :func:`list_tree` carry it.
+    """
 
     location: Location
     size: int

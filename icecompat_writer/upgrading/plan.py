@@ -33,9 +33,18 @@ from icecompat_writer.checking.check import CheckFinding, snapshot_facts, violat
 from icecompat_writer.deltalog import AddFile, Metadata, TableState, read_snapshot
 from icecompat_writer.errors import CompatViolation, IcecompatError, UpgradeRefused, Violation
 from icecompat_writer.planning import Change, Plan, get_profile, plan, validate
+from icecompat_writer.rules.catalog import ASSIGNED_AT_COMMIT, layer_rule
 from icecompat_writer.rules.context import CM_MODE_KEY, column_mapping_mode
 from icecompat_writer.rules.model import Scope
-from icecompat_writer.rules.schema import CM_ID, CM_NESTED_IDS, CM_PHYSICAL_NAME
+from icecompat_writer.schema import (
+    CM_ID,
+    CM_NESTED_IDS,
+    CM_PHYSICAL_NAME,
+    CM_PREFIX,
+    id_in_range,
+    is_id,
+    parse_schema,
+)
 
 __all__ = [
     "NEW_STATE_RULES",
@@ -61,7 +70,6 @@ NEW_STATE_RULES = frozenset(
 )
 
 _TYPE_CHANGES_KEY = "delta.typeChanges"
-_ID_RANGE = (1, 2147483447)  # CM-IDS-UNIQUE: Iceberg reserves the ids above
 _DOCS = "docs/upgrade.md"
 
 
@@ -246,26 +254,9 @@ def new_state_metadata(metadata: Metadata) -> Metadata:
     return metadata.with_configuration(config).with_schema(schema)
 
 
-def _is_id(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _fields(t: Any) -> list[dict[str, Any]]:
-    """Every struct field in ``t`` (a type), nested ones included."""
-    out: list[dict[str, Any]] = []
-    if not isinstance(t, dict):
-        return out
-    kind = t.get("type")
-    if kind == "struct":
-        for f in t.get("fields") or ():
-            out.append(f)
-            out.extend(_fields(f.get("type")))
-    elif kind == "array":
-        out.extend(_fields(t.get("elementType")))
-    elif kind == "map":
-        out.extend(_fields(t.get("keyType")))
-        out.extend(_fields(t.get("valueType")))
-    return out
+def _fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every struct field of ``schema``, nested ones included, in pre-order (the live JSON objects)."""
+    return [f.raw for f in parse_schema(schema).fields]
 
 
 def _ids_valid(schema: dict[str, Any]) -> bool:
@@ -274,14 +265,13 @@ def _ids_valid(schema: dict[str, Any]) -> bool:
     for f in _fields(schema):
         md = f.get("metadata") or {}
         cid = md.get(CM_ID)
-        if not _is_id(cid):
+        if not is_id(cid):
             return False
         ids.append(cid)
         nested = md.get(CM_NESTED_IDS)
         if isinstance(nested, Mapping):
-            ids.extend(v for v in nested.values() if _is_id(v))
-    low, high = _ID_RANGE
-    return len(set(ids)) == len(ids) and all(low <= i <= high for i in ids)
+            ids.extend(v for v in nested.values() if is_id(v))
+    return len(set(ids)) == len(ids) and all(id_in_range(i) for i in ids)
 
 
 def _restate(schema: dict[str, Any], keep_ids: bool) -> None:
@@ -290,7 +280,7 @@ def _restate(schema: dict[str, Any], keep_ids: bool) -> None:
         old_name = md.pop(CM_PHYSICAL_NAME, None)
         nested = md.pop(CM_NESTED_IDS, None)
         if not keep_ids:
-            md = {k: v for k, v in md.items() if not k.startswith("delta.columnMapping.")}
+            md = {k: v for k, v in md.items() if not k.startswith(CM_PREFIX)}
         else:
             cid = md.get(CM_ID)
             if isinstance(nested, Mapping) and isinstance(old_name, str) and old_name:
@@ -316,6 +306,8 @@ def _short_files(profile: str, planned: Plan, previous: TableState, facts: list[
     found = validate(profile, planned.metadata, planned.protocol, previous, files=facts, scopes={Scope.FILE})
     by_file: dict[str, set[str]] = {}
     for v in found:
+        if v.rule in ASSIGNED_AT_COMMIT:  # kept files are re-added, and Delta gives them row ids then
+            continue
         path = violation_file(v)
         if path is None:  # every file rule names its file; anything else is a bug worth stopping for
             raise IcecompatError(f"a file rule's violation names no file: {v.render()}")
@@ -344,7 +336,7 @@ def _unreadable(profile: str, finding: CheckFinding) -> Violation:
     where = f" ({finding.file}" + (f", line {finding.line}" if finding.line is not None else "") + ")"
     return Violation(
         profile=profile,
-        rule="UPGRADE-UNREADABLE",
+        rule=layer_rule("UPGRADE-UNREADABLE").id,
         path="",
         message=f"the upgrade must see every log line and data file it replaces: {finding.code}: "
         f"{finding.message}{where if finding.file else ''}",
@@ -360,7 +352,7 @@ def _iceberg_readers(
     why = ", ".join(sorted({v.rule for v in reasons}))
     return Violation(
         profile=profile,
-        rule="UPGRADE-ICEBERG-READERS",
+        rule=layer_rule("UPGRADE-ICEBERG-READERS").id,
         path="",
         message=f"the table needs a new state ({why}): every column would get a new physical name, but "
         f"Iceberg metadata has already been published for it ({len(published)} metadata file(s) in "

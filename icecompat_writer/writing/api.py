@@ -29,6 +29,7 @@ from icecompat_writer.errors import (
     TableExistsError,
     TableNotFoundError,
 )
+from icecompat_writer.rules.catalog import ASSIGNED_AT_COMMIT
 from icecompat_writer.writing import transaction
 from icecompat_writer.writing.compose import (
     OVERWRITE_MODES,
@@ -338,7 +339,11 @@ def compat_write(
         adds = t.track(added)
         # read inside the attempt: an error here aborts it like a refusal (no orphan files)
         facts = [file_facts(location, a) for a in adds]
-        file_problems = validate_fn(req.profile, planned.metadata, planned.protocol, previous, files=facts)
+        file_problems = [
+            v
+            for v in validate_fn(req.profile, planned.metadata, planned.protocol, previous, files=facts)
+            if v.rule not in ASSIGNED_AT_COMMIT
+        ]
         if file_problems:
             removed = t.abort()
             log.warning("refused after writing: removed %d new data file(s) of %s", removed, tgt.display)

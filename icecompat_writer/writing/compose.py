@@ -14,13 +14,35 @@ import copy
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import CompatViolation, Violation
-from icecompat_writer.rules.schema import fold_name, join_path, quote_name
+from icecompat_writer.rules.catalog import RULES_BY_ID, layer_rule
+from icecompat_writer.rules.schema import SameColumn, SchemaNode
+from icecompat_writer.schema import (
+    CM_PREFIX,
+    ArrayType,
+    DataType,
+    Field,
+    MapType,
+    PartnerVisitor,
+    PrimitiveType,
+    Schema,
+    SchemaVisitor,
+    Slot,
+    StructType,
+    fold_name,
+    join_path,
+    parse_schema,
+    quote_name,
+    visit,
+    visit_with_partner,
+)
 
 __all__ = ["WriteIntent", "compose_metadata", "merge_schemas", "runtime_violations", "write_violation"]
+
+T = TypeVar("T")
 
 WRITE_PROFILE = "delta"  # the "profile" named on violations of Delta's own write rules
 
@@ -51,6 +73,7 @@ def write_violation(
     rule: str, path: str, message: str, fix: str, observed: Any = None, expected: Any = None
 ) -> Violation:
     """A violation of Delta's own write rules (profile ``delta``), refused before any file is written."""
+    layer_rule(rule)  # every id is a catalog entry
     return Violation(
         profile=WRITE_PROFILE,
         rule=rule,
@@ -93,74 +116,106 @@ def _type_name(t: Any) -> str:
     return str(kind)
 
 
-def _merge_type(table_t: Any, data_t: Any, path: str, add: bool, problems: list[Violation]) -> Any:
-    """``table_t`` extended by what ``data_t`` has on top (when ``add``), or problems when they clash."""
-    if isinstance(table_t, dict) and isinstance(data_t, dict) and table_t.get("type") == data_t.get("type"):
-        kind = table_t["type"]
-        if kind == "struct":
-            return _merge_struct(table_t, data_t, path, add, problems)
-        if kind == "array":
-            merged = copy.deepcopy(table_t)
-            merged["elementType"] = _merge_type(
-                table_t["elementType"], data_t["elementType"], f"{path}.element", add, problems
-            )
-            return merged
-        if kind == "map":
-            merged = copy.deepcopy(table_t)
-            merged["keyType"] = _merge_type(
-                table_t["keyType"], data_t["keyType"], f"{path}.key", add, problems
-            )
-            merged["valueType"] = _merge_type(
-                table_t["valueType"], data_t["valueType"], f"{path}.value", add, problems
-            )
-            return merged
-    if table_t == data_t:
-        return copy.deepcopy(table_t)
-    problems.append(
-        write_violation(
+# What the merge makes of one type: (the merged JSON, problems found below it, whether the data's type
+# clashes with the table's right here).
+_Merged = tuple[Any, list[Violation], bool]
+
+
+class _Merge(PartnerVisitor[SchemaNode, Any]):
+    """The table schema extended by what the DataFrame's schema (the visited one) has on top.
+
+    The table's schema is the partner; a DataFrame field the table lacks is appended (``add``) or a
+    problem, and a type that differs from the table's is a problem at the field or slot holding it.
+    """
+
+    def __init__(self, add: bool) -> None:
+        self.add = add
+
+    def descend(self, node: DataType, partner: SchemaNode | None) -> bool:
+        return isinstance(partner, DataType) and partner.category == node.category
+
+    def _same_or_clash(self, node: DataType, partner: SchemaNode | None) -> _Merged:
+        table_t = partner.raw if isinstance(partner, DataType) else None
+        return copy.deepcopy(table_t), [], table_t != node.raw
+
+    def primitive(self, primitive: PrimitiveType, partner: SchemaNode | None) -> _Merged:
+        return self._same_or_clash(primitive, partner)
+
+    def struct(self, struct: StructType, partner: SchemaNode | None, field_results: list[Any]) -> _Merged:
+        if not isinstance(partner, StructType) or not self.descend(struct, partner):
+            return self._same_or_clash(struct, partner)
+        merged = copy.deepcopy(dict(partner.raw))
+        fields: list[dict[str, Any]] = merged["fields"]
+        position = {id(f): i for i, f in enumerate(partner.raw["fields"])}
+        problems: list[Violation] = []
+        for data_f, table_f, below in field_results:
+            if table_f is None:
+                if self.add:
+                    new_f = copy.deepcopy(dict(data_f.raw))
+                    new_f["metadata"] = {}  # a new column starts bare: ids and names come from the planner
+                    new_f["nullable"] = True  # rows already in the table have no value for it
+                    fields.append(new_f)
+                else:
+                    problems.append(
+                        write_violation(
+                            "DELTA-WRITE-UNKNOWN-COLUMN",
+                            data_f.path,
+                            "the DataFrame has a column the table does not have",
+                            "add .option('mergeSchema', 'true') to add it to the table, "
+                            "or drop it from the DataFrame",
+                        )
+                    )
+                continue
+            merged_t, found = self._at(data_f.path, data_f.type, table_f.type, below)
+            fields[position[id(table_f.raw)]]["type"] = merged_t
+            problems.extend(found)
+        return merged, problems, False
+
+    def field(self, field: Field, partner: SchemaNode | None, type_result: _Merged) -> Any:
+        return field, partner if isinstance(partner, Field) else None, type_result
+
+    def slot(self, slot: Slot, partner: SchemaNode | None, type_result: _Merged) -> Any:
+        table_t = partner.type if isinstance(partner, Slot) else None
+        return self._at(slot.path, slot.type, table_t, type_result)
+
+    def array(self, array: ArrayType, partner: SchemaNode | None, element_result: Any) -> _Merged:
+        if element_result is None or not isinstance(partner, ArrayType):
+            return self._same_or_clash(array, partner)
+        merged = copy.deepcopy(partner.raw)
+        merged["elementType"], problems = element_result
+        return merged, problems, False
+
+    def map(
+        self, map_type: MapType, partner: SchemaNode | None, key_result: Any, value_result: Any
+    ) -> _Merged:
+        if key_result is None or value_result is None or not isinstance(partner, MapType):
+            return self._same_or_clash(map_type, partner)
+        merged = copy.deepcopy(partner.raw)
+        merged["keyType"], key_problems = key_result
+        merged["valueType"], value_problems = value_result
+        return merged, key_problems + value_problems, False
+
+    def _at(
+        self, path: str, data_t: DataType, table_t: DataType | None, result: _Merged
+    ) -> tuple[Any, list[Violation]]:
+        """The merged type at ``path`` and its problems, a clash right here included."""
+        merged, problems, clash = result
+        if not clash:
+            return merged, problems
+        table_raw = table_t.raw if table_t is not None else None
+        mismatch = write_violation(
             "DELTA-WRITE-TYPE-MISMATCH",
             path,
             "the DataFrame's type differs from the table's type for this column",
             "cast the column to the table's type before writing, or overwrite with overwriteSchema=true",
-            observed=_type_name(data_t),
-            expected=_type_name(table_t),
+            observed=_type_name(data_t.raw),
+            expected=_type_name(table_raw),
         )
-    )
-    return copy.deepcopy(table_t)
-
-
-def _merge_struct(
-    table_s: Mapping[str, Any], data_s: Mapping[str, Any], path: str, add: bool, problems: list[Violation]
-) -> dict[str, Any]:
-    merged = copy.deepcopy(dict(table_s))
-    fields: list[dict[str, Any]] = merged["fields"]
-    for data_f in data_s["fields"]:
-        here = _join(path, data_f["name"])
-        table_f = _find(fields, data_f["name"])
-        if table_f is None:
-            if add:
-                new_f = copy.deepcopy(dict(data_f))
-                new_f["metadata"] = {}  # a new column starts bare: ids and names come from the planner
-                new_f["nullable"] = True  # rows already in the table have no value for it
-                fields.append(new_f)
-            else:
-                problems.append(
-                    write_violation(
-                        "DELTA-WRITE-UNKNOWN-COLUMN",
-                        here,
-                        "the DataFrame has a column the table does not have",
-                        "add .option('mergeSchema', 'true') to add it to the table, "
-                        "or drop it from the DataFrame",
-                    )
-                )
-            continue
-        assert isinstance(table_f, dict)
-        table_f["type"] = _merge_type(table_f["type"], data_f["type"], here, add, problems)
-    return merged
+        return merged, [*problems, mismatch]
 
 
 def merge_schemas(
-    table_schema: Mapping[str, Any], data_schema: Mapping[str, Any], *, add_new: bool
+    table_schema: Mapping[str, Any] | Schema, data_schema: Mapping[str, Any], *, add_new: bool
 ) -> tuple[dict[str, Any], list[Violation]]:
     """The table schema a DataFrame write produces, with every clash found (not just the first).
 
@@ -168,103 +223,78 @@ def merge_schemas(
     appended (nullable, without column-mapping metadata); otherwise they are problems. Types of existing
     columns must match exactly: Delta's DataFrame writer does not cast.
     """
-    problems: list[Violation] = []
-    merged = _merge_struct(table_schema, data_schema, "", add_new, problems)
+    table = table_schema if isinstance(table_schema, Schema) else parse_schema(table_schema)
+    data = parse_schema(data_schema)
+    merged, problems, _ = visit_with_partner(data, table.struct, _Merge(add_new), SameColumn())
     return merged, problems
 
 
-def _as_nullable(t: Any) -> Any:
-    """``t`` with every field, element and value nullable, as Delta's DataFrame writer stores it.
+class _Paths(SchemaVisitor[T]):
+    """A visitor that knows the path of the field or slot whose type it is in (``""`` at the top)."""
 
-    Delta makes a DataFrame's schema nullable when it creates a table from it (and cannot store NOT
-    NULL below arrays and maps at all); constraints belong to DDL, not to data.
-    """
-    if not isinstance(t, dict):
-        return t
-    out = dict(t)
-    kind = t.get("type")
-    if kind == "struct":
-        out["fields"] = [{**f, "nullable": True, "type": _as_nullable(f["type"])} for f in t["fields"]]
-    elif kind == "array":
-        out["containsNull"] = True
-        out["elementType"] = _as_nullable(t["elementType"])
-    elif kind == "map":
-        out["valueContainsNull"] = True
-        out["keyType"] = _as_nullable(t["keyType"])
-        out["valueType"] = _as_nullable(t["valueType"])
-    return out
+    def __init__(self) -> None:
+        self._at: list[str] = [""]
 
+    @property
+    def here(self) -> str:
+        return self._at[-1]
 
-def _strip_mapping(t: Any) -> Any:
-    """``t`` without any column-mapping metadata: a DataFrame's ids mean nothing for a new table."""
-    if not isinstance(t, dict):
-        return t
-    out = dict(t)
-    kind = t.get("type")
-    if kind == "struct":
-        out["fields"] = [
-            {
-                **f,
-                "metadata": {
-                    k: v
-                    for k, v in (f.get("metadata") or {}).items()
-                    if not k.startswith("delta.columnMapping.")
-                },
-                "type": _strip_mapping(f["type"]),
-            }
-            for f in t["fields"]
-        ]
-    elif kind == "array":
-        out["elementType"] = _strip_mapping(t["elementType"])
-    elif kind == "map":
-        out["keyType"] = _strip_mapping(t["keyType"])
-        out["valueType"] = _strip_mapping(t["valueType"])
-    return out
+    def before_field(self, field: Field) -> None:
+        self._at.append(field.path)
+
+    def after_field(self, field: Field) -> None:
+        self._at.pop()
+
+    def before_slot(self, slot: Slot) -> None:
+        self._at.append(slot.path)
+
+    def after_slot(self, slot: Slot) -> None:
+        self._at.pop()
 
 
-def _carry_field_metadata(new_t: Any, old_t: Any) -> Any:
-    """Copy column-mapping metadata of same-named fields from ``old_t`` onto ``new_t`` (by name, recursively).
+class _Transform(SchemaVisitor[Any]):
+    """A copy of the schema JSON rebuilt bottom-up; subclasses change what a field, array or map keeps."""
 
-    Used when a write replaces the schema: a column that keeps its name keeps its id and physical name,
-    so its existing data stays readable by id, and the planner's id allocation stays monotonic.
-    """
-    if isinstance(new_t, dict) and isinstance(old_t, dict) and new_t.get("type") == old_t.get("type"):
-        kind = new_t["type"]
-        out = copy.deepcopy(new_t)
-        if kind == "struct":
-            for f in out["fields"]:
-                old_f = _find(old_t["fields"], f["name"])
-                if old_f is None:
-                    continue
-                meta = {
-                    k: v
-                    for k, v in (old_f.get("metadata") or {}).items()
-                    if k.startswith("delta.columnMapping.")
-                }
-                f["metadata"] = {**(f.get("metadata") or {}), **meta}
-                f["type"] = _carry_field_metadata(f["type"], old_f["type"])
-        elif kind == "array":
-            out["elementType"] = _carry_field_metadata(new_t["elementType"], old_t["elementType"])
-        elif kind == "map":
-            out["keyType"] = _carry_field_metadata(new_t["keyType"], old_t["keyType"])
-            out["valueType"] = _carry_field_metadata(new_t["valueType"], old_t["valueType"])
-        return out
-    return copy.deepcopy(new_t)
+    def struct(self, struct: StructType, field_results: list[Any]) -> Any:
+        return {**struct.raw, "fields": field_results}
+
+    def field(self, field: Field, type_result: Any) -> Any:
+        return {**field.raw, "type": type_result}
+
+    def array(self, array: ArrayType, element_result: Any) -> Any:
+        return {**array.raw, "elementType": element_result}
+
+    def map(self, map_type: MapType, key_result: Any, value_result: Any) -> Any:
+        return {**map_type.raw, "keyType": key_result, "valueType": value_result}
+
+    def primitive(self, primitive: PrimitiveType) -> Any:
+        return primitive.raw
 
 
-def _check_data_schema(t: Any, path: str, problems: list[Violation]) -> None:
-    """Names Delta would take for one column, and structs Parquet cannot store, anywhere in the schema.
+class _Nullable(_Transform):
+    def field(self, field: Field, type_result: Any) -> Any:
+        return {**field.raw, "nullable": True, "type": type_result}
 
-    delta-spark refuses both itself (DELTA_DUPLICATE_COLUMNS_FOUND, DELTA_CANNOT_WRITE_EMPTY_SCHEMA), but
-    without a fix, and an empty struct below an array or map can get as far as Parquet's writer on some
-    paths. Found here, every occurrence is listed with its full path before any file exists.
-    """
-    if not isinstance(t, Mapping):
-        return
-    kind = t.get("type")
-    if kind == "struct":
-        fields = t.get("fields") or []
-        if not fields:
+    def array(self, array: ArrayType, element_result: Any) -> Any:
+        return {**array.raw, "containsNull": True, "elementType": element_result}
+
+    def map(self, map_type: MapType, key_result: Any, value_result: Any) -> Any:
+        return {**map_type.raw, "valueContainsNull": True, "keyType": key_result, "valueType": value_result}
+
+
+class _WithoutMapping(_Transform):
+    def field(self, field: Field, type_result: Any) -> Any:
+        metadata = {k: v for k, v in (field.raw.get("metadata") or {}).items() if not k.startswith(CM_PREFIX)}
+        return {**field.raw, "metadata": metadata, "type": type_result}
+
+
+class _DataSchemaProblems(_Paths[list[Violation]]):
+    """Duplicate names (as Delta matches them) and structs without fields, in schema order."""
+
+    def struct(self, struct: StructType, field_results: list[list[Violation]]) -> list[Violation]:
+        path = self.here
+        problems: list[Violation] = []
+        if not struct.fields:
             problems.append(
                 write_violation(
                     "DELTA-WRITE-EMPTY-STRUCT",
@@ -274,31 +304,135 @@ def _check_data_schema(t: Any, path: str, problems: list[Violation]) -> None:
                 )
             )
         seen: dict[str, str] = {}
-        for f in fields:
-            name = f["name"]
-            here = _join(path, name)
-            folded = fold_name(name)
+        for f, below in zip(struct.fields, field_results, strict=True):
+            folded = fold_name(f.name)
             first = seen.get(folded)
             if first is None:
-                seen[folded] = name
+                seen[folded] = f.name
             else:
                 problems.append(
                     write_violation(
                         "DELTA-WRITE-DUPLICATE-COLUMN",
-                        here,
+                        f.path,
                         f"Delta matches column names ignoring case, so this name is the same column as "
                         f"{_join(path, first)}",
                         "rename or drop one of the two columns before writing",
-                        observed=name,
+                        observed=f.name,
                         expected=first,
                     )
                 )
-            _check_data_schema(f["type"], here, problems)
-    elif kind == "array":
-        _check_data_schema(t.get("elementType"), f"{path}.element", problems)
-    elif kind == "map":
-        _check_data_schema(t.get("keyType"), f"{path}.key", problems)
-        _check_data_schema(t.get("valueType"), f"{path}.value", problems)
+            problems.extend(below)
+        return problems
+
+    def field(self, field: Field, type_result: list[Violation]) -> list[Violation]:
+        return type_result
+
+    def array(self, array: ArrayType, element_result: list[Violation]) -> list[Violation]:
+        return element_result
+
+    def map(
+        self, map_type: MapType, key_result: list[Violation], value_result: list[Violation]
+    ) -> list[Violation]:
+        return key_result + value_result
+
+    def primitive(self, primitive: PrimitiveType) -> list[Violation]:
+        return []
+
+
+class _VariantPaths(SchemaVisitor[list[str]]):
+    """The path of every field, element, key or value whose type is ``variant``, in schema order."""
+
+    def struct(self, struct: StructType, field_results: list[list[str]]) -> list[str]:
+        return [p for r in field_results for p in r]
+
+    def field(self, field: Field, type_result: list[str]) -> list[str]:
+        return [field.path] if field.type.raw == "variant" else type_result
+
+    def slot(self, slot: Slot, type_result: list[str]) -> list[str]:
+        return [slot.path] if slot.type.raw == "variant" else type_result
+
+    def array(self, array: ArrayType, element_result: list[str]) -> list[str]:
+        return element_result
+
+    def map(self, map_type: MapType, key_result: list[str], value_result: list[str]) -> list[str]:
+        return key_result + value_result
+
+    def primitive(self, primitive: PrimitiveType) -> list[str]:
+        return []
+
+
+def _as_nullable(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` with every field, element and value nullable, as Delta's DataFrame writer stores it.
+
+    Delta makes a DataFrame's schema nullable when it creates a table from it (and cannot store NOT
+    NULL below arrays and maps at all); constraints belong to DDL, not to data.
+    """
+    result: dict[str, Any] = visit(parse_schema(schema), _Nullable())
+    return result
+
+
+def _strip_mapping(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` without any column-mapping metadata: a DataFrame's ids mean nothing for a new table."""
+    result: dict[str, Any] = visit(parse_schema(schema), _WithoutMapping())
+    return result
+
+
+class _CarryMapping(PartnerVisitor[SchemaNode, Any]):
+    """A deep copy of the new schema in which every field that existed before (same name, matched as
+    Delta matches names, through arrays and maps of the same kind) has its previous column-mapping
+    metadata."""
+
+    def descend(self, node: DataType, partner: SchemaNode | None) -> bool:
+        return isinstance(partner, DataType) and partner.category == node.category
+
+    def struct(self, struct: StructType, partner: SchemaNode | None, field_results: list[Any]) -> Any:
+        if not self.descend(struct, partner):
+            return copy.deepcopy(struct.raw)
+        return {k: field_results if k == "fields" else copy.deepcopy(v) for k, v in struct.raw.items()}
+
+    def field(self, field: Field, partner: SchemaNode | None, type_result: Any) -> Any:
+        out = {k: type_result if k == "type" else copy.deepcopy(v) for k, v in field.raw.items()}
+        if isinstance(partner, Field):
+            carried = {k: v for k, v in partner.metadata.items() if k.startswith(CM_PREFIX)}
+            out["metadata"] = {**(out.get("metadata") or {}), **carried}
+        return out
+
+    def array(self, array: ArrayType, partner: SchemaNode | None, element_result: Any) -> Any:
+        if element_result is None:
+            return copy.deepcopy(array.raw)
+        return {k: element_result if k == "elementType" else copy.deepcopy(v) for k, v in array.raw.items()}
+
+    def map(self, map_type: MapType, partner: SchemaNode | None, key_result: Any, value_result: Any) -> Any:
+        if key_result is None:
+            return copy.deepcopy(map_type.raw)
+        slots = {"keyType": key_result, "valueType": value_result}
+        return {k: slots[k] if k in slots else copy.deepcopy(v) for k, v in map_type.raw.items()}
+
+    def primitive(self, primitive: PrimitiveType, partner: SchemaNode | None) -> Any:
+        return copy.deepcopy(primitive.raw)
+
+
+def _carry_field_metadata(new_schema: Mapping[str, Any], old_schema: Schema) -> dict[str, Any]:
+    """Copy column-mapping metadata of same-named fields from ``old_schema`` onto ``new_schema``.
+
+    Used when a write replaces the schema: a column that keeps its name keeps its id and physical name,
+    so its existing data stays readable by id, and the planner's id allocation stays monotonic.
+    """
+    result: dict[str, Any] = visit_with_partner(
+        parse_schema(new_schema), old_schema.struct, _CarryMapping(), SameColumn()
+    )
+    return result
+
+
+def _check_data_schema(schema: Mapping[str, Any], problems: list[Violation]) -> None:
+    """Names Delta would take for one column, and structs Parquet cannot store, anywhere in the schema.
+
+    delta-spark refuses both itself (DELTA_DUPLICATE_COLUMNS_FOUND, DELTA_CANNOT_WRITE_EMPTY_SCHEMA), but
+    without a fix, and an empty struct below an array or map can get as far as Parquet's writer on some
+    paths. Found here, every occurrence is listed with its full path before any file exists.
+    """
+    found: list[Violation] = visit(parse_schema(schema), _DataSchemaProblems())
+    problems.extend(found)
 
 
 def _check_partitioning(
@@ -353,10 +487,8 @@ def _partition_type_name(dtype: Any) -> str | None:
 # names included: `fs.file.impl` with `fs.file.impl.disable.cache`, `parquet.crypto.factory.class` and
 # `spark.sql.parquet.output.committer.class` make the write load the class a table property names.
 # Properties in these namespaces are refused: no table property may decide what code a write runs.
-CONFIG_NAMESPACES = (
-    "fs.", "hadoop.", "parquet.", "spark.", "io.", "ipc.", "mapreduce.", "mapred.", "dfs.", "yarn.",
-    "file.", "ha.", "net.", "rpc.", "security.", "s3.", "s3a.", "s3n.", "s3native.", "ftp.", "avro.",
-)  # fmt: skip
+_CONFIG_RULE = RULES_BY_ID["DELTA-WRITE-CONFIG-PROPERTY"]
+CONFIG_NAMESPACES: tuple[str, ...] = tuple(_CONFIG_RULE.param("namespaces"))
 
 
 def _check_properties(configuration: Mapping[str, Any], problems: list[Violation]) -> None:
@@ -378,16 +510,10 @@ def _check_properties(configuration: Mapping[str, Any], problems: list[Violation
 
 # Delta properties delta-spark parses as booleans (Scala's toBoolean: `true`/`false` in any case, no
 # spaces). A value it cannot parse fails the write inside delta-spark with "For input string".
-BOOLEAN_PROPERTIES = frozenset(
-    {
-        "delta.appendonly", "delta.enablechangedatafeed", "delta.enabledeletionvectors",
-        "delta.enablerowtracking", "delta.enabletypewidening", "delta.randomizefileprefixes",
-        "delta.checkpoint.writestatsasjson", "delta.checkpoint.writestatsasstruct",
-        "delta.enableexpiredlogcleanup", "delta.enableincommittimestamps",
-    }
-)  # fmt: skip
-_PROTOCOL_PROPERTIES = {"delta.minreaderversion": ("1", "2", "3"), "delta.minwriterversion": tuple("1234567")}
-_FEATURE_STATUSES = ("supported", "enabled")
+_VALUE_RULE = RULES_BY_ID["DELTA-WRITE-PROPERTY-VALUE"]
+BOOLEAN_PROPERTIES = frozenset(_VALUE_RULE.param("boolean_properties"))
+_PROTOCOL_PROPERTIES = {k: tuple(v) for k, v in _VALUE_RULE.param("protocol_versions").items()}
+_FEATURE_STATUSES = tuple(_VALUE_RULE.param("feature_statuses"))
 
 
 def _property_value_problem(key: str, value: str) -> tuple[str, str] | None:
@@ -402,23 +528,25 @@ def _property_value_problem(key: str, value: str) -> tuple[str, str] | None:
     return None
 
 
-def _variant_paths(t: Any, path: str) -> list[str]:
-    if t == "variant":
-        return [path]
-    if not isinstance(t, Mapping):
-        return []
-    kind = t.get("type")
-    if kind == "struct":
-        return [
-            p for f in t.get("fields") or () for p in _variant_paths(f.get("type"), _join(path, f["name"]))
-        ]
-    if kind == "array":
-        return _variant_paths(t.get("elementType"), f"{path}.element")
-    if kind == "map":
-        return _variant_paths(t.get("keyType"), f"{path}.key") + _variant_paths(
-            t.get("valueType"), f"{path}.value"
+def shallow_clone_violations(paths: Sequence[str]) -> list[Violation]:
+    """A commit that references data files outside its table (a SHALLOW CLONE) is refused.
+
+    The files belong to another table: its VACUUM, OPTIMIZE or REPLACE can delete them under the
+    clone, an Iceberg reader resolves them against the clone's location, and ``icecompat check`` does
+    not read outside the table it audits. A compliant copy is a DEEP CLONE or ``compat_write``.
+    """
+    return [
+        write_violation(
+            "DELTA-WRITE-SHALLOW-CLONE",
+            "",
+            f"the commit references {len(paths)} data file(s) outside the table, e.g. {paths[0]!r}: a "
+            "shallow clone shares another table's files, which the guard and `icecompat check` cannot "
+            "hold to the clone's profile",
+            "make a DEEP CLONE (CREATE TABLE ... DEEP CLONE ...) or copy the rows with compat_write",
+            observed=paths[0],
+            expected="files inside the table",
         )
-    return []
+    ]
 
 
 def runtime_violations(
@@ -454,7 +582,7 @@ def runtime_violations(
         or str(config.get("delta.enableIcebergCompatV3", "")).strip().lower() == "true"
     )
     if icv3:
-        for path in _variant_paths(metadata.schema, ""):
+        for path in visit(metadata.schema_model, _VariantPaths()):
             problems.append(
                 write_violation(
                     "DELTA-WRITE-VARIANT-ICEBERG-V3",
@@ -478,7 +606,7 @@ def compose_metadata(intent: WriteIntent, previous: Metadata | None) -> Metadata
     problems: list[Violation] = []
     data_schema = _as_nullable(copy.deepcopy(dict(intent.data_schema)))
     props = dict(intent.properties or {})
-    _check_data_schema(data_schema, "", problems)
+    _check_data_schema(data_schema, problems)
     if problems:  # merging or planning a schema with these would only add confusing follow-ups
         raise CompatViolation(problems, "(the write does not fit Delta's rules)")
 
@@ -495,13 +623,12 @@ def compose_metadata(intent: WriteIntent, previous: Metadata | None) -> Metadata
             id=str(uuid.uuid4()),
         ).with_schema(data_schema)
 
-    old_schema = previous.schema
     if intent.replaces_schema:
-        schema = _carry_field_metadata(data_schema, old_schema)
+        schema = _carry_field_metadata(data_schema, previous.schema_model)
         partitions = _check_partitioning(intent, schema, problems) if intent.partition_by is not None else ()
         configuration = {**previous.configuration, **props}
     else:
-        schema, problems = merge_schemas(old_schema, data_schema, add_new=intent.merge_schema)
+        schema, problems = merge_schemas(previous.schema_model, data_schema, add_new=intent.merge_schema)
         configuration = {**previous.configuration, **props}
         partitions = previous.partition_columns
         if intent.partition_by is not None:

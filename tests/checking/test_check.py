@@ -87,6 +87,9 @@ class OpenWatch:
 
 # --- synthetic tables (no Spark) ---------------------------------------------------------------------
 
+# What Delta writes into every AddFile of a table with row tracking (v3 tables have it on).
+ROW_IDS = {"base_row_id": 0, "default_row_commit_version": 1}
+
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_a_compliant_synthetic_table_checks_clean_in_its_declared_profile(
@@ -150,8 +153,8 @@ def test_hostile_paths_are_reported_as_outside_and_never_opened(tmp_path: Path) 
         secret.as_uri(),
         "s3://bucket/table/part-0.parquet",
     ]
-    extra = [lb.add(p, stats=stats(3), size=secret.stat().st_size) for p in hostile]
-    extra.append(lb.add("link.parquet", stats=stats(3), size=secret.stat().st_size))
+    extra = [lb.add(p, stats=stats(3), size=secret.stat().st_size, **ROW_IDS) for p in hostile]
+    extra.append(lb.add("link.parquet", stats=stats(3), size=secret.stat().st_size, **ROW_IDS))
     table = build_table(root, "v3", files=1, extra_adds=extra)
     (root / "link.parquet").symlink_to(secret)
 
@@ -185,7 +188,9 @@ def test_a_deletion_vector_stored_outside_the_root_is_reported_on_its_file(tmp_p
     size = write_data_file(root / "dv-host.parquet", table.metadata, 100, 3)
     outside_dv = (tmp_path / "elsewhere" / "dv.bin").as_uri()
     dv = {"storageType": "p", "pathOrInlineDv": outside_dv, "offset": 1, "sizeInBytes": 10, "cardinality": 1}
-    lb.LogBuilder(root).commit(1, [lb.add("dv-host.parquet", stats=stats(3), size=size, deletion_vector=dv)])
+    lb.LogBuilder(root).commit(
+        1, [lb.add("dv-host.parquet", stats=stats(3), size=size, deletion_vector=dv, **ROW_IDS)]
+    )
     report = check_table(root)
     assert codes_of(report) == [("path_outside_table", "dv-host.parquet")]
     assert "deletion vector" in report.findings[0].message and outside_dv in report.findings[0].message
@@ -195,12 +200,12 @@ def test_a_deletion_vector_stored_outside_the_root_is_reported_on_its_file(tmp_p
 def test_missing_garbage_and_mismatched_data_files_are_per_file_findings(tmp_path: Path) -> None:
     root = tmp_path / "t"
     extra = [
-        lb.add("gone.parquet", stats=stats(3), size=500),
-        lb.add("garbage.parquet", stats=stats(3), size=12),
-        lb.add("adir.parquet", stats=stats(3), size=0),
-        lb.add("wrong-rows.parquet", stats=stats(99), size=0),
-        lb.add("wrong-size.parquet", stats=stats(3), size=1),
-        lb.add("dangling.parquet", stats=stats(3), size=10),
+        lb.add("gone.parquet", stats=stats(3), size=500, **ROW_IDS),
+        lb.add("garbage.parquet", stats=stats(3), size=12, **ROW_IDS),
+        lb.add("adir.parquet", stats=stats(3), size=0, **ROW_IDS),
+        lb.add("wrong-rows.parquet", stats=stats(99), size=0, **ROW_IDS),
+        lb.add("wrong-size.parquet", stats=stats(3), size=1, **ROW_IDS),
+        lb.add("dangling.parquet", stats=stats(3), size=10, **ROW_IDS),
     ]
     table = build_table(root, "v3", files=1, extra_adds=extra)
     (root / "garbage.parquet").write_bytes(b"not parquet!")
@@ -269,7 +274,7 @@ def test_wrong_field_ids_and_row_tracking_ids_in_a_footer_are_violations(tmp_pat
     )
     pq.write_table(pa.table({"col-1": [1], "_rid": [0]}, schema=schema), root / "bad.parquet")
     size = (root / "bad.parquet").stat().st_size
-    lb.LogBuilder(root).commit(1, [lb.add("bad.parquet", stats=stats(1), size=size)])
+    lb.LogBuilder(root).commit(1, [lb.add("bad.parquet", stats=stats(1), size=size, **ROW_IDS)])
     report = check_table(root)
     assert rows_of(report) == [
         ("ICV3-PARQUET-FIELD-IDS", "id", "bad.parquet"),
@@ -383,10 +388,11 @@ def test_every_file_level_rule_names_its_file_in_the_message() -> None:
 
 @pytest.mark.parametrize("rule", FILE_RULES, ids=lambda r: r.id)
 def test_violation_file_reads_the_file_back_out_of_each_rule_message(rule: Any) -> None:
+    # The file comes from the finding's values, which a violation keeps; the message is never parsed.
     tricky = "p=a b/{x} file has no numRecords statistic in file .parquet"
     values = {name: f"<{name}>" for name in KINDS[rule.kind].fields} | {"file": tricky}
     message, fix = rule.render(Finding(path="c", observed="o", expected="e", values=values))
-    v = Violation(rule.profiles[0], rule.id, "c", message, fix, "o", "e")
+    v = Violation(rule.profiles[0], rule.id, "c", message, fix, "o", "e", values=values)
     assert violation_file(v) == tricky
 
 
@@ -422,8 +428,9 @@ def test_file_rules_say_nothing_about_a_file_with_numrecords_no_dv_and_no_footer
     profile: str, partitioned: bool
 ) -> None:
     """What lets check_table build facts only for some files: for any other file (numRecords
-    present, no deletion vector, footer not read) every file rule of the catalog is silent, whatever
-    its other claims say. A new file rule that reads other claims must change _claimed_facts."""
+    present, no deletion vector, row ids present, footer not read) every file rule of the catalog is
+    silent, whatever its other claims say. A new file rule that reads other claims must change
+    _claimed_facts."""
     from icecompat_writer.facts import DataFileFacts
     from icecompat_writer.planning import plan, validate
     from icecompat_writer.rules.model import Scope
@@ -436,22 +443,30 @@ def test_file_rules_say_nothing_about_a_file_with_numrecords_no_dv_and_no_footer
     )
     planned = plan(profile, logical)
     odd = [
-        DataFileFacts("a.parquet", num_records=0, has_stats=True),
-        DataFileFacts("../b.parquet", {"zzz": None}, 5, False, None, None, False, None, "unreadable"),
+        DataFileFacts(
+            "a.parquet", num_records=0, has_stats=True, base_row_id=0, default_row_commit_version=0
+        ),
+        DataFileFacts("../b.parquet", {"zzz": None}, 5, False, 0, 0, False, None, "unreadable"),
         DataFileFacts("c.parquet", {"name": "x"}, -1, True, -5, 2**70, False),
     ]
     for p in PROFILES:
         assert validate(p, planned.metadata, planned.protocol, files=odd, scopes={Scope.FILE}) == []
     flagged = [
-        DataFileFacts("d.parquet", num_records=None, has_stats=True),
-        DataFileFacts("e.parquet", num_records=3, has_deletion_vector=True),
+        DataFileFacts(
+            "d.parquet", num_records=None, has_stats=True, base_row_id=0, default_row_commit_version=0
+        ),
+        DataFileFacts(
+            "e.parquet", num_records=3, has_deletion_vector=True, base_row_id=9, default_row_commit_version=1
+        ),
+        DataFileFacts("f.parquet", num_records=3, has_stats=True),  # no row ids: flagged with row tracking on
     ]
     found = [
         v
         for p in PROFILES
         for v in validate(p, planned.metadata, planned.protocol, files=flagged, scopes={Scope.FILE})
     ]
-    assert {violation_file(v) for v in found} == {"d.parquet", "e.parquet"}
+    expected = {"d.parquet", "e.parquet"} | ({"f.parquet"} if profile != "writer-v1" else set())
+    assert {violation_file(v) for v in found} == expected
 
 
 @pytest.mark.parametrize("files", ["none", "sample:2", "all"])

@@ -8,8 +8,11 @@ disk and uploaded; the emitter reaches the server through the standard AWS envir
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -113,9 +116,57 @@ def test_iceberg_metadata_on_s3_uses_s3_uris_and_pyiceberg_reads_it(s3_env: Any,
     assert write_iceberg_metadata(f"s3a://{bucket}/warehouse/t").written is False
 
 
-def test_two_concurrent_emitters_never_both_commit_a_version(s3_env: Any, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def serial_s3(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A moto server that handles one request at a time, as S3 decides conditional creates one by one
+    (moto's threaded server checks ``If-None-Match`` and stores without a lock)."""
+    from tests.objectstores import start_s3_server
+
+    server = start_s3_server(tmp_path_factory.mktemp("moto-serial"), serial=True)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def serial_env(serial_s3: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    for key, value in serial_s3.environ().items():
+        monkeypatch.setenv(key, value)
+    storage.clear_cache()
+    yield serial_s3
+    storage.clear_cache()
+
+
+@contextlib.contextmanager
+def route_bucket(server: Any, bucket: str) -> Iterator[None]:
+    """Send ``bucket`` to ``server`` even while the run's Spark session points s3a elsewhere.
+
+    The storage layer takes a running session's Hadoop settings before the environment; a per-bucket
+    endpoint (``fs.s3a.bucket.<b>.endpoint``) is how a user reaches a second store from one session.
+    """
+    from icecompat_writer.jvm import bridge
+
+    spark = bridge.driver_session() if "pyspark" in sys.modules else None
+    key = f"fs.s3a.bucket.{bucket}.endpoint"
+    if spark is not None:
+        spark.conf.set(key, server.endpoint)
+    storage.clear_cache()
+    try:
+        yield
+    finally:
+        if spark is not None:
+            spark.conf.unset(key)
+        storage.clear_cache()
+
+
+def test_two_concurrent_emitters_never_both_commit_a_version(serial_env: Any, tmp_path: Path) -> None:
+    s3_env = serial_env
     table = build_table(tmp_path / "t", "v3", files=4, rows_per_file=2)
     bucket = s3_env.new_bucket()
+    with route_bucket(s3_env, bucket):
+        _race_emitters(s3_env, table, bucket, tmp_path)
+
+
+def _race_emitters(s3_env: Any, table: Any, bucket: str, tmp_path: Path) -> None:
     s3_env.upload_dir(table.root, bucket, "warehouse/t")
     uri = f"s3a://{bucket}/warehouse/t"
 
@@ -136,7 +187,7 @@ def test_two_concurrent_emitters_never_both_commit_a_version(s3_env: Any, tmp_pa
             barrier.wait()
             try:
                 outcomes.append(write_iceberg_metadata(uri))
-            except ConcurrentWriteError as e:
+            except Exception as e:  # kept, so that an unexpected error shows in the assertion
                 outcomes.append(e)
 
         threads = [threading.Thread(target=emit) for _ in range(2)]
@@ -149,8 +200,8 @@ def test_two_concurrent_emitters_never_both_commit_a_version(s3_env: Any, tmp_pa
         assert len(committed) == 1, outcomes  # one wins this version
         assert committed[0].metadata_version == round_ + 1
         # the other lost the conditional create (and says so) or found the tree already up to date
-        assert len(others) == 1
-        assert isinstance(others[0], ConcurrentWriteError) or others[0].written is False
+        assert len(others) == 1, outcomes
+        assert isinstance(others[0], ConcurrentWriteError) or others[0].written is False, outcomes
         keys = metadata_keys(s3_env, bucket)
         versions = sorted(k for k in keys if k.endswith(".metadata.json"))
         assert versions == [f"warehouse/t/metadata/v{v}.metadata.json" for v in range(1, round_ + 2)]

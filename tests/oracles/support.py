@@ -21,6 +21,7 @@ from icecompat_writer.errors import CompatViolation, Violation
 from icecompat_writer.planning import plan, validate
 from icecompat_writer.rules.catalog import RULES_BY_ID
 from icecompat_writer.rules.model import Scope
+from tests.support import unguarded_sql
 
 # The docs section that lists every difference the oracle tests assert.
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "profiles.md"
@@ -85,7 +86,9 @@ def error_text(e: BaseException) -> str:
 
 
 def sql(spark: Any, text: str) -> None:
-    spark.sql(text).collect()
+    """Run ``text`` as delta-spark alone runs it: the oracle is delta-spark, so the session guard
+    (on by default in the shared session) must not plan or refuse it."""
+    unguarded_sql(spark, text)
 
 
 # --------------------------------------------------------------------------------------------------

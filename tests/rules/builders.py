@@ -199,7 +199,14 @@ def footer_for(md: Metadata, extra: Iterable[ParquetField] = ()) -> ParquetFoote
 
 
 def good_file(md: Metadata, path: str = "part-0.parquet", **changes: Any) -> DataFileFacts:
-    facts = DataFileFacts(path=path, num_records=10, has_stats=True, footer=footer_for(md))
+    facts = DataFileFacts(
+        path=path,
+        num_records=10,
+        has_stats=True,
+        base_row_id=0,
+        default_row_commit_version=1,
+        footer=footer_for(md),
+    )
     return replace(facts, **changes)
 
 

@@ -642,6 +642,11 @@ CASES: list[Case] = [
         exp(v3=("ICV3-NUM-RECORDS",), w1=("ICV2-NUM-RECORDS",), w3=("ICV3-NUM-RECORDS",)),
     ),
     Case(
+        "file without row ids in a table with row tracking",
+        files(lambda s: (good_file(s.metadata, base_row_id=None, default_row_commit_version=None),)),
+        exp(v3=("ICV3-ROW-IDS-ASSIGNED",), w3=("ICV3-ROW-IDS-ASSIGNED",)),
+    ),
+    Case(
         "footer not read: only the AddFile is checked",
         files(lambda s: (good_file(s.metadata, footer=None),)),
         exp(),

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from icecompat_writer.rules import CATALOG
-from icecompat_writer.rules.docs import DOC_PATH, main, render
+from icecompat_writer.rules.docs import DOC_PATH, SPEC_DIR, main, render
 
-SPECS = Path(os.environ.get("ICECOMPAT_SPECS_DIR", "/work/shared/specs"))
+SPECS = Path(os.environ.get("ICECOMPAT_SPECS_DIR", str(SPEC_DIR)))
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -80,8 +80,8 @@ def test_missing_objects_and_directories_raise_file_not_found(s3_env: Any, bucke
         storage.read_tail(root / "x.parquet", 10)
 
 
-def test_create_if_absent_lets_exactly_one_of_many_concurrent_writers_win(s3_env: Any, bucket: str) -> None:
-    target = obj(f"s3a://{bucket}/t/metadata/v1.metadata.json")
+def test_create_if_absent_lets_exactly_one_of_many_concurrent_writers_win(serial_env: Any) -> None:
+    target = obj(f"s3a://{serial_env.new_bucket()}/t/metadata/v1.metadata.json")
     results: dict[int, bool] = {}
     barrier = threading.Barrier(6)
 

@@ -11,7 +11,6 @@ import java.util.Locale;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
-import org.apache.spark.SparkConf;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.delta.DeltaLog;
 import org.apache.spark.sql.delta.actions.Action;
@@ -30,8 +29,10 @@ import scala.Option;
  * #checkCommit}), which validates the final protocol, metadata and new files before the commit file
  * exists. Both ask the {@link RuleService}: the rules run in one place.
  *
- * <p>A session is guarded when {@value #ENABLED} is true or {@value #PROFILE} names a profile. A
- * guarded session whose pieces are not all in place (the session extension, the agent's hook, the
+ * <p>A session is guarded unless {@value #ENABLED} is {@code false} and {@value #PROFILE} is
+ * unset; such an opted-out session refuses writes to tables that declare a writer profile instead
+ * of letting delta-spark write them unplanned, and a refused commit's files and the directories
+ * made for them are removed. A guarded session whose pieces are not all in place (the session extension, the agent's hook, the
  * log store) fails its first guarded write with {@link GuardUnavailableException}: Spark only logs
  * a warning for an extension it could not load, and a guard that silently does nothing is worse
  * than none.
@@ -88,10 +89,53 @@ public final class Guard {
     return v == null ? "" : v.trim();
   }
 
-  /** Whether writes in {@code spark} are guarded. */
+  /**
+   * Whether writes in {@code spark} are guarded: unless the session opted out ({@value #ENABLED} set
+   * to false and no {@value #PROFILE}), a session with the package's jars holds every table that
+   * declares a profile to it.
+   */
   public static boolean guarded(SparkSession spark) {
-    return spark != null
-        && ("true".equalsIgnoreCase(conf(spark, ENABLED)) || !conf(spark, PROFILE).isEmpty());
+    return spark != null && !optedOut(spark);
+  }
+
+  /** Whether {@code spark} switched the guard off explicitly. */
+  static boolean optedOut(SparkSession spark) {
+    return spark != null && "false".equalsIgnoreCase(conf(spark, ENABLED)) && conf(spark, PROFILE).isEmpty();
+  }
+
+  /**
+   * The writer profile a table state declares (through its properties or the writer-compat feature
+   * its protocol lists), or null. These tables exist only because the driver agent taught delta-spark
+   * their properties; delta-spark alone would write them without ids, physical names or the
+   * timestamp encoding the profile needs, so a session that opted out of the guard must not touch
+   * them.
+   */
+  static String writerProfile(JsonNode protocol, JsonNode metadata) {
+    JsonNode conf = metadata == null ? null : metadata.path("configuration");
+    if (conf != null && "true".equalsIgnoreCase(conf.path("delta.enableIcebergWriterCompatV3").asText("").trim())) {
+      return "writer-v3";
+    }
+    if (conf != null && "true".equalsIgnoreCase(conf.path("delta.enableIcebergWriterCompatV1").asText("").trim())) {
+      return "writer-v1";
+    }
+    if (protocol != null) {
+      for (JsonNode f : protocol.path("writerFeatures")) {
+        if ("icebergWriterCompatV3".equals(f.asText())) {
+          return "writer-v3";
+        }
+        if ("icebergWriterCompatV1".equals(f.asText())) {
+          return "writer-v1";
+        }
+      }
+    }
+    return null;
+  }
+
+  private static String optedOutRefusal(String profile, String table) {
+    return "this session switched the icecompat guard off (" + ENABLED + "=false), and the table " + table
+        + " declares the " + profile + " profile: delta-spark alone would write it without the column ids,"
+        + " physical names and Parquet encodings the profile needs, so the write was refused. Turn the guard"
+        + " on (spark.conf.set(\"" + ENABLED + "\", \"true\")) or write with compat_write";
   }
 
   /** The Python executable that runs the rule service for {@code spark}. */
@@ -126,12 +170,7 @@ public final class Guard {
       out.add("the driver agent's metadata hook is not active (status: " + agent + "): start the driver"
           + " with -javaagent:<icecompat_writer/jars>/icecompat-agent.jar in spark.driver.extraJavaOptions");
     }
-    SparkConf conf = spark.sparkContext().getConf();
-    String store = conf.get("spark.delta.logStore.file.impl", conf.get("spark.delta.logStore.class", ""));
-    if (!LOG_STORE_CLASS.equals(store)) {
-      out.add("the guarded log store is not configured: set spark.delta.logStore.file.impl="
-          + LOG_STORE_CLASS + " (found: " + (store.isEmpty() ? "(unset)" : store) + ")");
-    }
+    out.addAll(LogStoreWiring.unguarded(spark.sparkContext().getConf()));
     return out;
   }
 
@@ -145,6 +184,7 @@ public final class Guard {
     out.put("extension_loaded", extensionLoaded);
     out.put("agent_metadata_hook", System.getProperty(AGENT_GUARD_STATUS, "absent"));
     missing.forEach(out.putArray("missing")::add);
+    out.set("log_stores", LogStoreWiring.statusJson(spark.sparkContext().getConf()));
     try {
       ObjectNode ping = JSON.createObjectNode();
       ping.put("op", "ping");
@@ -190,10 +230,21 @@ public final class Guard {
       Metadata newMetadata,
       boolean creating,
       boolean overwriteSchema) {
-    if (trusted() || !guarded(spark)) {
+    if (trusted() || spark == null) {
       return newMetadata;
     }
     try {
+      if (optedOut(spark)) {
+        for (JsonNode[] state : new JsonNode[][] {
+            {JSON.readTree(oldProtocol.json()).get("protocol"), JSON.readTree(oldMetadata.json()).get("metaData")},
+            {null, JSON.readTree(newMetadata.json()).get("metaData")}}) {
+          String profile = writerProfile(state[0], state[1]);
+          if (profile != null) {
+            throw new GuardUnavailableException(optedOutRefusal(profile, log.dataPath().toString()));
+          }
+        }
+        return newMetadata;
+      }
       ObjectNode req = JSON.createObjectNode();
       req.put("op", "plan_metadata");
       req.put("table", log.dataPath().toString());
@@ -227,29 +278,72 @@ public final class Guard {
   static void checkCommit(Path commitFile, List<String> actions, Configuration hadoopConf)
       throws IOException {
     SparkSession spark = session();
-    if (trusted() || !guarded(spark)) {
+    if (trusted() || spark == null) {
       return;
     }
     Path logDir = commitFile.getParent();
     Path root = logDir.getParent();
     String name = commitFile.getName();
     long version = Long.parseLong(name.substring(0, name.indexOf('.')));
+    boolean optedOut = optedOut(spark);
+    if (optedOut && writerProfileOf(spark, root, actions) == null) {
+      return;
+    }
     ObjectNode req = JSON.createObjectNode();
     req.put("op", "check_commit");
     req.put("table", root.toString());
     req.put("version", version);
     req.put("profile", conf(spark, PROFILE));
+    req.put("opted_out", optedOut);
     ArrayNode lines = req.putArray("actions");
     actions.forEach(lines::add);
+    boolean local = CommitFacts.readLocally(root);
+    if (!local) {
+      CommitFacts.supply(req, spark, root, version, actions, hadoopConf);
+    }
     JsonNode res = RuleService.get(python(spark)).call(req);
     if (!res.path("ok").asBoolean(false)) {
       FileSystem fs = root.getFileSystem(hadoopConf);
-      for (JsonNode p : res.path("delete")) {
-        fs.delete(new Path(p.asText()), false);
+      List<Path> own = new ArrayList<>();
+      if (local) {
+        res.path("delete").forEach(p -> own.add(new Path(p.asText())));
+      } else {
+        own.addAll(CommitFacts.ownFiles(spark, root, version, res.path("delete")));
+      }
+      CommitFacts.deleteOwn(fs, root, own);
+      if (version == 0 && fs.exists(logDir) && fs.listStatus(logDir).length == 0) {
+        fs.delete(logDir, false); // the table whose first commit was refused never existed
+      }
+      if (optedOut && res.has("profile") && !res.has("error")) {
+        throw new GuardUnavailableException(optedOutRefusal(res.path("profile").asText(), root.toString()));
       }
       refuseIfViolated(res);
     }
     requireCompleteFor(spark, res);
+  }
+
+  /** The writer profile of the table this commit leaves: its own protocol/metadata, else the table's. */
+  private static String writerProfileOf(SparkSession spark, Path root, List<String> actions) throws IOException {
+    JsonNode protocol = null;
+    JsonNode metadata = null;
+    for (String line : actions) {
+      if (line.contains("\"protocol\"") || line.contains("\"metaData\"")) {
+        JsonNode a = JSON.readTree(line);
+        protocol = a.has("protocol") ? a.get("protocol") : protocol;
+        metadata = a.has("metaData") ? a.get("metaData") : metadata;
+      }
+    }
+    String found = writerProfile(protocol, metadata);
+    if (found != null || (protocol != null && metadata != null)) {
+      return found;
+    }
+    org.apache.spark.sql.delta.Snapshot snapshot = DeltaLog.forTable(spark, root).unsafeVolatileSnapshot();
+    if (snapshot.version() < 0) {
+      return null;
+    }
+    return writerProfile(
+        protocol != null ? protocol : JSON.readTree(snapshot.protocol().json()).get("protocol"),
+        metadata != null ? metadata : JSON.readTree(snapshot.metadata().json()).get("metaData"));
   }
 
   private static void refuseIfViolated(JsonNode res) throws IOException {

@@ -1,0 +1,257 @@
+"""A typed Delta schema, parsed once from the ``schemaString`` JSON.
+
+Every struct field, array element and map key/value becomes a node that knows its column path, its
+nearest ancestor struct field and (through that field's metadata) its column-mapping id. The nodes
+keep the JSON object they came from (``raw``) and read column-mapping metadata from it when asked: the
+planner changes ids and physical names in place on its private copy, never the shape, so one parse
+serves a whole plan.
+
+Parsing never rejects anything: a damaged log can hold a struct whose ``fields`` is not a list or a
+type that is not a type, and each reader decides what that means (the rules refuse it, the planner
+walks what is there). Such a struct parses with no fields and ``Schema.irregular`` names the first one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from icecompat_writer.schema.keys import CM_ID, CM_NESTED_IDS, CM_PHYSICAL_NAME, is_id
+from icecompat_writer.schema.paths import ELEMENT, KEY, VALUE, child_path
+from icecompat_writer.schema.types import SIMPLE, type_category
+
+__all__ = [
+    "ArrayType",
+    "DataType",
+    "Field",
+    "MapType",
+    "PrimitiveType",
+    "Schema",
+    "Slot",
+    "StructType",
+    "parse_schema",
+    "parse_schema_json",
+]
+
+NO_METADATA: Mapping[str, Any] = MappingProxyType({})
+
+
+class DataType:
+    """One type occurrence: ``raw`` is its JSON (a string for primitives), ``category`` its kind."""
+
+    __slots__ = ("category", "raw")
+
+    def __init__(self, raw: Any, category: str) -> None:
+        self.raw = raw
+        self.category = category
+
+
+class PrimitiveType(DataType):
+    """A type without children: Delta's primitives, and anything unrecognisable (``category`` says which)."""
+
+    __slots__ = ()
+
+
+class StructType(DataType):
+    """A struct: its fields in order (fields that are not JSON objects are left out)."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, raw: Any, fields: list[Field]) -> None:
+        super().__init__(raw, "struct")
+        self.fields = fields
+
+
+class ArrayType(DataType):
+    """An array: ``element`` is the slot that holds the element type and its nested id."""
+
+    __slots__ = ("element",)
+
+    def __init__(self, raw: Any, element: Slot) -> None:
+        super().__init__(raw, "array")
+        self.element = element
+
+    @property
+    def contains_null(self) -> bool:
+        return bool(self.raw.get("containsNull", True))
+
+
+class MapType(DataType):
+    """A map: ``key`` and ``value`` are the slots that hold their types and nested ids."""
+
+    __slots__ = ("key", "value")
+
+    def __init__(self, raw: Any, key: Slot, value: Slot) -> None:
+        super().__init__(raw, "map")
+        self.key = key
+        self.value = value
+
+    @property
+    def value_contains_null(self) -> bool:
+        return bool(self.raw.get("valueContainsNull", True))
+
+
+class Field:
+    """A struct field anywhere in the schema; ``parent`` is the nearest ancestor struct field.
+
+    ``metadata``, ``column_id``, ``physical_name`` and ``nested_ids`` are read from ``raw`` on each
+    access, so they follow the planner's in-place changes.
+    """
+
+    __slots__ = ("index", "name", "parent", "path", "raw", "type")
+
+    def __init__(
+        self, raw: Any, name: str, path: str, type_: DataType, parent: Field | None, index: int
+    ) -> None:
+        self.raw = raw
+        self.name = name
+        self.path = path
+        self.type = type_
+        self.parent = parent
+        self.index = index  # position in Schema.fields
+
+    @property
+    def nullable(self) -> bool:
+        return bool(self.raw.get("nullable", True))
+
+    @property
+    def metadata(self) -> Mapping[str, Any]:
+        md = self.raw.get("metadata")
+        return md if (type(md) is dict or isinstance(md, Mapping)) else NO_METADATA
+
+    @property
+    def column_id(self) -> int | None:
+        """The ``delta.columnMapping.id`` when it is an integer (bools are not ids)."""
+        v = self.metadata.get(CM_ID)
+        return v if is_id(v) else None
+
+    @property
+    def physical_name(self) -> str:
+        """The physical name; the logical name when there is none (PROTOCOL.md "Column Mapping")."""
+        pn = self.metadata.get(CM_PHYSICAL_NAME)
+        return pn if isinstance(pn, str) and pn else self.name
+
+    @property
+    def nested_ids(self) -> Mapping[str, Any]:
+        v = self.metadata.get(CM_NESTED_IDS)
+        return v if (type(v) is dict or isinstance(v, Mapping)) else NO_METADATA
+
+
+class Slot:
+    """An array ``element`` or a map ``key``/``value``: a place that carries a nested id (IcebergCompatV2).
+
+    ``steps`` are the element/key/value steps below ``owner`` (the nearest ancestor struct field), such
+    as ``.value.element``; the nested id lives in the owner's ``delta.columnMapping.nested.ids`` under
+    ``key``, the owner's physical name followed by the steps.
+    """
+
+    __slots__ = ("owner", "path", "step", "steps", "type")
+
+    def __init__(self, step: str, path: str, steps: str, owner: Field, type_: DataType) -> None:
+        self.step = step
+        self.path = path
+        self.steps = steps
+        self.owner = owner
+        self.type = type_
+
+    @property
+    def key(self) -> str:
+        return self.owner.physical_name + self.steps
+
+    @property
+    def id(self) -> int | None:
+        v = self.owner.nested_ids.get(self.key)
+        return v if is_id(v) else None
+
+
+class Schema:
+    """A parsed schema: the top-level struct plus, in pre-order, every field and every slot.
+
+    ``fields`` and ``slots`` are each in pre-order (a field, then what is inside it, then its next
+    sibling): the order Delta Kernel hands out ids in. ``categories`` holds the category of every type
+    occurrence. ``irregular`` is the path of the first struct whose ``fields`` is not a list (``""``
+    for the top level), None when there is none.
+    """
+
+    __slots__ = ("categories", "fields", "irregular", "raw", "slots", "struct")
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+        self.fields: list[Field] = []
+        self.slots: list[Slot] = []
+        self.categories: set[str] = set()
+        self.irregular: str | None = None
+        self.struct = StructType(raw, [])
+
+    @property
+    def top(self) -> list[Field]:
+        return self.struct.fields
+
+
+def parse_schema(raw: Any) -> Schema:
+    """The typed form of a parsed ``schemaString`` (a non-object parses as an empty schema).
+
+    The JSON is referenced, not copied. Raises RecursionError for a schema nested beyond Python's
+    recursion limit; callers that read logs turn it into their own error.
+    """
+    schema = Schema(raw)
+    fields_out = schema.fields
+    slots_out = schema.slots
+    cats = schema.categories
+
+    def struct_fields(struct: Mapping[str, Any], parent_path: str, parent: Field | None) -> list[Field]:
+        fs = struct.get("fields")
+        if not isinstance(fs, list):
+            if fs is not None and schema.irregular is None:
+                schema.irregular = parent_path
+            return []
+        out: list[Field] = []
+        for f in fs:
+            if not (type(f) is dict or isinstance(f, Mapping)):
+                continue
+            name = f.get("name", "")
+            if type(name) is not str:
+                name = str(name)
+            if name and "." not in name and "`" not in name:  # child_path, inlined for the common case
+                path = parent_path + "." + name if parent_path else name
+            else:
+                path = child_path(parent_path, name)
+            node = Field(f, name, path, _PENDING, parent, len(fields_out))
+            fields_out.append(node)
+            out.append(node)
+            node.type = type_of(f.get("type"), path, node, "")
+        return out
+
+    def type_of(t: Any, path: str, owner: Field, steps: str) -> DataType:
+        cat = t if (type(t) is str and t in SIMPLE) else type_category(t)
+        cats.add(cat)
+        if cat == "struct":
+            return StructType(t, struct_fields(t, path, owner))
+        if cat == "array":
+            return ArrayType(t, slot(ELEMENT, t.get("elementType"), path, owner, steps))
+        if cat == "map":
+            k = slot(KEY, t.get("keyType"), path, owner, steps)
+            return MapType(t, k, slot(VALUE, t.get("valueType"), path, owner, steps))
+        return PrimitiveType(t, cat)
+
+    def slot(step: str, t: Any, path: str, owner: Field, steps: str) -> Slot:
+        p = path + "." + step
+        k = steps + "." + step
+        s = Slot(step, p, k, owner, _PENDING)
+        slots_out.append(s)
+        s.type = type_of(t, p, owner, k)
+        return s
+
+    if type(raw) is dict or isinstance(raw, Mapping):
+        schema.struct.fields = struct_fields(raw, "", None)
+    return schema
+
+
+def parse_schema_json(text: str) -> Schema:
+    """Parse ``schemaString`` text (ValueError when it is not JSON)."""
+    return parse_schema(json.loads(text))
+
+
+_PENDING = PrimitiveType(None, "unknown")  # a node's type while its children are being parsed

@@ -1,0 +1,123 @@
+"""The session guard on ``s3a`` tables: the same checks as locally, through the real s3a connector.
+
+The shared session reaches the run's S3 server (moto, 127.0.0.1) through Spark's own ``s3a`` connector;
+its log store for ``s3a`` is the guard's, wrapping Delta's S3SingleDriverLogStore. What landed is read
+back from the bucket's objects, and a refusal must leave every object of the bucket as it was.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import SparkSession
+
+from icecompat_writer.errors import CompatViolation
+from icecompat_writer.jvm.bridge import translate_exception
+from tests.objectstores import S3Server
+from tests.support import expected_field_ids, unguarded_sql
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def guarded(spark: SparkSession) -> Iterator[SparkSession]:
+    """The shared session with the guard on for one test."""
+    spark.conf.set("spark.icecompat.guard.enabled", "true")
+    try:
+        yield spark
+    finally:
+        spark.conf.unset("spark.icecompat.guard.enabled")
+        spark.conf.unset("spark.icecompat.profile")
+
+
+def refusal(fn: Any) -> CompatViolation:
+    with pytest.raises(Exception) as info:
+        fn()
+    err = translate_exception(info.value)
+    assert type(err) is CompatViolation, f"{type(info.value).__name__}: {info.value}"
+    return err
+
+
+def log_actions(s3: S3Server, bucket: str, key: str) -> list[dict[str, Any]]:
+    body = s3.client().get_object(Bucket=bucket, Key=key)["Body"].read().decode()
+    return [json.loads(line) for line in body.splitlines() if line.strip()]
+
+
+def writer_v1_table(spark: SparkSession, uri: str) -> None:
+    spark.sql(
+        f"CREATE TABLE delta.`{uri}` (id BIGINT, p STRING, s STRUCT<a: INT, b: ARRAY<INT>>) USING delta "
+        "PARTITIONED BY (p) TBLPROPERTIES ('delta.enableIcebergWriterCompatV1' = 'true')"
+    )
+
+
+def test_compliant_insert_on_s3a_commits_with_the_planned_ids_and_names(
+    guarded: SparkSession, s3_server: S3Server
+) -> None:
+    bucket = s3_server.new_bucket()
+    uri = f"s3a://{bucket}/t"
+    writer_v1_table(guarded, uri)
+    guarded.sql(
+        f"INSERT INTO delta.`{uri}` VALUES (1, 'a', named_struct('a', 1, 'b', array(1, 2))), (2, 'b', NULL)"
+    )
+    keys = set(s3_server.bucket_digest(bucket))
+    assert "t/_delta_log/00000000000000000001.json" in keys
+    created = log_actions(s3_server, bucket, "t/_delta_log/00000000000000000000.json")
+    meta = next(a["metaData"] for a in created if "metaData" in a)
+    assert meta["configuration"]["delta.enableIcebergWriterCompatV1"] == "true"
+    schema = json.loads(meta["schemaString"])
+    expected = expected_field_ids(schema)
+    for field in schema["fields"]:  # every column named by its id, as writer-v1 plans it
+        m = field["metadata"]
+        assert m["delta.columnMapping.physicalName"] == f"col-{m['delta.columnMapping.id']}"
+    adds = [
+        a["add"]
+        for a in log_actions(s3_server, bucket, "t/_delta_log/00000000000000000001.json")
+        if "add" in a
+    ]
+    assert len(adds) == 2
+    client = s3_server.client()
+    for add in adds:
+        assert json.loads(add["stats"])["numRecords"] == 1
+        body = client.get_object(Bucket=bucket, Key=f"t/{add['path']}")["Body"].read()
+        arrow = pq.ParquetFile(io.BytesIO(body)).schema_arrow
+        top = {f.name: int(f.metadata[b"PARQUET:field_id"]) for f in arrow}
+        assert top == {k: v for k, v in expected.items() if "." not in k}
+    assert guarded.read.format("delta").load(uri).count() == 2
+
+
+def test_insert_into_a_non_compliant_writer_v1_table_on_s3a_is_refused_at_commit(
+    guarded: SparkSession, spark: SparkSession, s3_server: S3Server
+) -> None:
+    bucket = s3_server.new_bucket()
+    uri = f"s3a://{bucket}/t"
+    writer_v1_table(guarded, uri)
+    unguarded_sql(spark, f"ALTER TABLE delta.`{uri}` ADD COLUMNS (tiny TINYINT)")  # Delta allows it
+    before = s3_server.bucket_digest(bucket)
+    # No metadata change: only the commit check sees the INSERT, after its data file was written.
+    err = refusal(lambda: guarded.sql(f"INSERT INTO delta.`{uri}` (id, p, tiny) VALUES (1, 'a', 2)"))
+    # the column an unguarded ALTER added: a forbidden type, and a physical name that is not col-<id>
+    assert {(v.rule, v.path, v.profile) for v in err.violations} == {
+        ("IWC1-NO-BYTE-SHORT", "tiny", "writer-v1"),
+        ("IWC1-PHYSICAL-NAME", "tiny", "writer-v1"),
+    }
+    # The refused commit's data file was deleted from the bucket: every object is as it was.
+    assert s3_server.bucket_digest(bucket) == before
+
+
+def test_append_to_a_plain_s3a_table_under_the_v3_session_profile_is_refused(
+    guarded: SparkSession, spark: SparkSession, s3_server: S3Server
+) -> None:
+    bucket = s3_server.new_bucket()
+    uri = f"s3a://{bucket}/t"
+    guarded.conf.unset("spark.icecompat.guard.enabled")  # an ordinary table, written unguarded
+    spark.range(3).write.format("delta").save(uri)
+    guarded.conf.set("spark.icecompat.profile", "v3")
+    before = s3_server.bucket_digest(bucket)
+    err = refusal(lambda: guarded.range(3, 6).write.format("delta").mode("append").save(uri))
+    assert {"ICV3-ENABLED", "ICV3-COLUMN-MAPPING-MODE", "ICV3-ROW-TRACKING"} <= set(err.rules)
+    assert s3_server.bucket_digest(bucket) == before
