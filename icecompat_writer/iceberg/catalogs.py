@@ -80,7 +80,8 @@ def _load(name: str) -> Any:
     if not properties:
         raise CatalogError(f"no Iceberg catalog named {name!r} is configured; {hint}")
     try:
-        return load_catalog(name, **{str(k): v for k, v in properties.items()})
+        options: dict[str, Any] = {str(k): v for k, v in properties.items()}
+        return load_catalog(name, **options)
     except Exception as err:  # pyiceberg raises ValueError, NotInstalledError, ... for a bad configuration
         raise CatalogError(
             f"Iceberg catalog {name!r} could not be loaded ({type(err).__name__}: {err}); {hint}"
@@ -188,7 +189,7 @@ def _swap_pointer(catalog: Any, identifier: str, expected: str, new: str) -> boo
             .values(metadata_location=new, previous_metadata_location=expected)
         )
         session.commit()
-        return bool(done.rowcount == 1)
+        return bool(getattr(done, "rowcount", 0) == 1)  # a CursorResult for an UPDATE
 
 
 def _forward(theirs: Any, ours: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
