@@ -53,7 +53,9 @@ def no_stats(tmp_path: Path) -> Path:
 def broken(tmp_path: Path) -> Path:
     """A v3 table with a missing data file and a truncated commit line."""
     root = tmp_path / "broken"
-    build_table(root, "v3", files=1, extra_adds=[lb.add("gone.parquet", stats=stats(3), size=10)])
+    gone = lb.add("gone.parquet", stats=stats(3), size=10)
+    gone["add"].update(baseRowId=1000, defaultRowCommitVersion=0)  # a v3 AddFile carries its row ids
+    build_table(root, "v3", files=1, extra_adds=[gone])
     lb.LogBuilder(root).raw("00000000000000000001.json", b'{"commitInfo":{}}\n{"add":{"path":"x')
     return root
 
@@ -206,7 +208,9 @@ def test_long_rule_groups_are_cut_in_the_terminal_but_complete_in_json(
     adds = []
     for i in range(12):
         size = write_data_file(root / f"n{i}.parquet", table.metadata, 100 + i, 1)
-        adds.append(lb.add(f"n{i}.parquet", num_records=None, size=size))
+        add = lb.add(f"n{i}.parquet", num_records=None, size=size)
+        add["add"].update(baseRowId=1000 + i, defaultRowCommitVersion=1)  # only numRecords is missing
+        adds.append(add)
     lb.LogBuilder(root).commit(1, adds)
     code, out, _ = run(capsys, "check", str(root))
     assert code == 1 and "ICV3-NUM-RECORDS (12)" in out and "and 2 more" in " ".join(out.split())
