@@ -159,14 +159,21 @@ def tree_state(root: Path) -> dict[str, str]:
     return state
 
 
-def unguarded_sql(spark: Any, text: str) -> None:
-    """Run ``text`` as delta-spark alone runs it, past the session guard (on by default in the shared
-    session): for tests that need a table no guarded session would make. The statement runs on this
-    thread's JVM thread marked trusted, the way compat_write's own writes are (py4j pins each Python
-    thread to one JVM thread)."""
+@contextmanager
+def unguarded(spark: Any) -> Iterator[None]:
+    """Writes on this thread run as delta-spark alone runs them, past the session guard (on by
+    default in the shared session): for tests that need a table no guarded session would make. The
+    thread's JVM thread is marked trusted, the way compat_write's own writes are (py4j pins each
+    Python thread to one JVM thread)."""
     guard = spark._jvm.io.icecompat.shim.guard.Guard
     guard.enterTrusted()
     try:
-        spark.sql(text).collect()
+        yield
     finally:
         guard.exitTrusted()
+
+
+def unguarded_sql(spark: Any, text: str) -> None:
+    """Run ``text`` past the session guard (see :func:`unguarded`)."""
+    with unguarded(spark):
+        spark.sql(text).collect()
