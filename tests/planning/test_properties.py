@@ -113,7 +113,13 @@ configs = st.dictionaries(
     max_size=2,
 )
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Many generated schemas are refused (and filtered out by the idempotence tests): a run where the
+# refusals come in a streak is not a broken strategy, and Unsatisfiable still fails a run with none left.
+SETTINGS = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 def all_ids(md: Metadata) -> list[int]:
