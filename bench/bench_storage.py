@@ -113,8 +113,8 @@ def measure(files: int = 2000, runs: int = 3, progress: Callable[[str], None] = 
             uri = f"s3a://{bucket}/warehouse/t"
             local_s: list[float] = []
             s3_s: list[float] = []
-            with _environ(server.environ()):
-                storage.clear_cache()
+            # the environment for a process without Spark; the per-bucket route for a running session
+            with _environ(server.environ()), server.routed(bucket):
                 _check(str(root))  # warm-up of both paths (imports, connections)
                 _check(uri)
                 for run in range(runs):

@@ -7,6 +7,7 @@ connector, pyarrow, boto3) reaches it the way it reaches AWS: an endpoint, a reg
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,6 +107,37 @@ class S3Server:
             "spark.hadoop.fs.s3a.attempts.maximum": "2",
             "spark.hadoop.fs.s3a.retry.limit": "2",
         }
+
+    @contextlib.contextmanager
+    def routed(self, bucket: str) -> Iterator[None]:
+        """Send ``bucket`` to this server even while a running Spark session points s3a elsewhere.
+
+        The storage layer takes a running session's Hadoop settings before the environment; per-bucket
+        settings (``fs.s3a.bucket.<b>.*``) are how one session reaches a second store.
+        """
+        from icecompat_writer import storage
+
+        spark = None
+        if "pyspark" in sys.modules:
+            from icecompat_writer.jvm import bridge
+
+            spark = bridge.driver_session()
+        keys = {
+            f"fs.s3a.bucket.{bucket}.endpoint": self.endpoint,
+            f"fs.s3a.bucket.{bucket}.access.key": self.access_key,
+            f"fs.s3a.bucket.{bucket}.secret.key": self.secret_key,
+        }
+        if spark is not None:
+            for key, value in keys.items():
+                spark.conf.set(key, value)
+        storage.clear_cache()
+        try:
+            yield
+        finally:
+            if spark is not None:
+                for key in keys:
+                    spark.conf.unset(key)
+            storage.clear_cache()
 
     def bucket_digest(self, bucket: str, prefix: str = "") -> dict[str, str]:
         """Every object under ``prefix`` (key -> sha256 of its bytes): equal digests, untouched bucket."""

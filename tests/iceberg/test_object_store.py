@@ -8,11 +8,8 @@ disk and uploaded; the emitter reaches the server through the standard AWS envir
 
 from __future__ import annotations
 
-import contextlib
 import json
-import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -136,33 +133,11 @@ def serial_env(serial_s3: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     storage.clear_cache()
 
 
-@contextlib.contextmanager
-def route_bucket(server: Any, bucket: str) -> Iterator[None]:
-    """Send ``bucket`` to ``server`` even while the run's Spark session points s3a elsewhere.
-
-    The storage layer takes a running session's Hadoop settings before the environment; a per-bucket
-    endpoint (``fs.s3a.bucket.<b>.endpoint``) is how a user reaches a second store from one session.
-    """
-    from icecompat_writer.jvm import bridge
-
-    spark = bridge.driver_session() if "pyspark" in sys.modules else None
-    key = f"fs.s3a.bucket.{bucket}.endpoint"
-    if spark is not None:
-        spark.conf.set(key, server.endpoint)
-    storage.clear_cache()
-    try:
-        yield
-    finally:
-        if spark is not None:
-            spark.conf.unset(key)
-        storage.clear_cache()
-
-
 def test_two_concurrent_emitters_never_both_commit_a_version(serial_env: Any, tmp_path: Path) -> None:
     s3_env = serial_env
     table = build_table(tmp_path / "t", "v3", files=4, rows_per_file=2)
     bucket = s3_env.new_bucket()
-    with route_bucket(s3_env, bucket):
+    with s3_env.routed(bucket):  # the run's Spark session points s3a at the shared server
         _race_emitters(s3_env, table, bucket, tmp_path)
 
 
