@@ -18,15 +18,16 @@ resolved options the pyarrow filesystem uses.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any
 
 from icecompat_writer.errors import SetupError
 
 from .config import StoreOptions, endpoint_parts
-from .filesystems import filesystem_kwargs, parse_connection_string
+from .filesystems import cached_client, filesystem_kwargs, parse_connection_string
 from .uri import ObjectPath
 
-__all__ = ["EXTRAS", "create_object_if_absent", "delete_objects"]
+__all__ = ["EXTRAS", "create_object_if_absent", "delete_objects", "get_object"]
 
 # store family -> (module imported, package extra that installs it)
 EXTRAS: dict[str, tuple[str, str]] = {
@@ -56,11 +57,36 @@ def create_object_if_absent(path: ObjectPath, data: bytes, options: StoreOptions
     return _azure(path, data, options)
 
 
+def get_object(path: ObjectPath, options: StoreOptions) -> bytes | None:
+    """The whole S3 object in one GET; None where boto3 is not installed (the caller reads through
+    pyarrow, whose reader asks for the size with a HEAD first: two requests per log file)."""
+    if path.family != "s3" or importlib.util.find_spec("boto3") is None:
+        return None
+    client = _s3_client(path, options)
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        body = client.get_object(Bucket=path.bucket, Key=path.key)["Body"]
+        return bytes(body.read())
+    except ClientError as e:
+        code = str(e.response.get("Error", {}).get("Code", ""))
+        if code in {"NoSuchKey", "404", "NotFound"}:
+            raise FileNotFoundError(2, f"{path} does not exist", str(path)) from None
+        raise OSError(f"cannot read {path}: {e}") from e
+    except BotoCoreError as e:  # no connection, bad credentials setup, ...: an I/O error like pyarrow's
+        raise OSError(f"cannot read {path}: {e}") from e
+
+
 def _s3_client(path: ObjectPath, options: StoreOptions) -> Any:
+    _, kw = filesystem_kwargs(path, options)
+    key = ("s3", tuple(sorted((k, repr(v)) for k, v in kw.items())))
+    return cached_client(key, lambda: _new_s3_client(kw))
+
+
+def _new_s3_client(kw: dict[str, Any]) -> Any:
     boto3 = _sdk("s3")
     from botocore.config import Config
 
-    _, kw = filesystem_kwargs(path, options)
     endpoint = None
     if "endpoint_override" in kw:
         endpoint = f"{kw.get('scheme', 'https')}://{kw['endpoint_override']}"

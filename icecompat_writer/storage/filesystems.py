@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,12 +23,20 @@ from icecompat_writer.errors import SessionConfigError
 from .config import StoreOptions, endpoint_parts, resolve_options, session_hadoop_values
 from .uri import ObjectPath
 
-__all__ = ["clear_cache", "filesystem", "filesystem_kwargs", "options_for", "parse_connection_string"]
+__all__ = [
+    "cached_client",
+    "clear_cache",
+    "filesystem",
+    "filesystem_kwargs",
+    "options_for",
+    "parse_connection_string",
+]
 
 _GCS_DEFAULT_ROOT = "https://storage.googleapis.com"
 _lock = threading.Lock()
 _filesystems: dict[tuple[str, str, tuple[tuple[str, str], ...]], pafs.FileSystem] = {}
 _options: dict[tuple[int, str, str], dict[str, str]] = {}
+_clients: dict[tuple[Any, ...], Any] = {}
 
 
 def clear_cache() -> None:
@@ -36,6 +44,19 @@ def clear_cache() -> None:
     with _lock:
         _filesystems.clear()
         _options.clear()
+        _clients.clear()
+
+
+def cached_client(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+    """The cloud SDK client for ``key``, built once (until :func:`clear_cache`): creating a client
+    costs far more than one request, and the SDK calls pyarrow lacks are made per object."""
+    with _lock:
+        client = _clients.get(key)
+    if client is None:
+        client = build()
+        with _lock:
+            client = _clients.setdefault(key, client)
+    return client
 
 
 def options_for(path: ObjectPath) -> StoreOptions:

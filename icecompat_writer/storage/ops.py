@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from . import local
-from .conditional import create_object_if_absent, delete_objects
+from .conditional import create_object_if_absent, delete_objects, get_object
 from .filesystems import filesystem, options_for
 from .uri import Location, ObjectPath
 
@@ -143,6 +143,9 @@ def read_bytes(path: Location) -> bytes:
     """The whole file. Local files must be regular files (:class:`~.local.NotRegularFileError`)."""
     if isinstance(path, Path):
         return local.read_bytes(path)
+    data = get_object(path, options_for(path))  # S3: one GET, where pyarrow would HEAD first
+    if data is not None:
+        return data
     with _open(path) as fh:
         return bytes(fh.read())
 

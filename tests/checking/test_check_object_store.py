@@ -64,6 +64,9 @@ def test_compliant_table_checks_the_same_on_s3_with_one_listing_and_one_ranged_r
         touching = [r for r in requests if r[1] == key]
         assert touching == [("GET", key, 206)], name  # one ranged read of the tail, no HEAD
     assert not any(r[0] == "HEAD" and r[1].endswith(".parquet") for r in requests)
+    for version in (0, 1):  # each commit file read with one GET, no HEAD for its size
+        key = f"/{bucket}/warehouse/t/_delta_log/{version:020d}.json"
+        assert [r for r in requests if r[1] == key] == [("GET", key, 200)]
     assert not any(r[0] in {"PUT", "POST", "DELETE"} for r in requests)
 
 
