@@ -252,46 +252,13 @@ def _supplied_facts(add: Any, supplied: Mapping[str, Any]) -> Any:
             return dataclasses.replace(facts, footer_error=f"{add.path}: {e.reason}")
 
 
-def _check_supplied_commit(req: Mapping[str, Any]) -> dict[str, Any]:
-    """check_commit for a table the JVM read (``state`` and ``footers`` in the request)."""
-    from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
-    from icecompat_writer.deltalog.files import AddFile
-    from icecompat_writer.rules.evaluate import validate
-
-    table = str(req["table"])
-    version = int(req["version"])
-    actions = [json.loads(line) for line in req["actions"] if line.strip()]
-    state = req.get("state")
-    previous = None
-    if state:
-        before = (Protocol.from_json(state["protocol"]), Metadata.from_json(state["metadata"]))
-        previous = TableState(*before, int(state["version"]))
-    protocol = previous.protocol if previous else None
-    metadata = previous.metadata if previous else None
-    adds: list[AddFile] = []
-    for action in actions:
-        if "protocol" in action:
-            protocol = Protocol.from_json(action["protocol"])
-        elif "metaData" in action:
-            metadata = Metadata.from_json(action["metaData"])
-        elif "add" in action:
-            adds.append(AddFile.from_json(action["add"]))
-    if protocol is None or metadata is None:
-        return {"ok": True, "profile": None}
-    profile = _profile_for(str(req.get("profile") or ""), metadata.configuration)
-    if profile is None:
-        return {"ok": True, "profile": None}
-    supplied = req.get("footers") or {}
-    facts = [_supplied_facts(add, supplied) for add in adds]
-    violations = validate(profile, metadata, protocol, previous, files=facts)
-    if not violations:
-        return {"ok": True, "profile": profile}
-    return _refusal(profile, violations, f"in commit {version} of {table}", [add.path for add in adds])
-
-
 def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:
-    if "footers" in req:
-        return _check_supplied_commit(req)
+    """The last check before a commit file is written: the same rules whatever the table's store.
+
+    A local table's previous state and new footers are read here; for a table on an object store the
+    JVM read them through the session's own file system and sent them (``state``, ``footers``), and
+    it keeps to itself which refused files are the attempt's own (files version N-1 does not have).
+    """
     from icecompat_writer.checking.footers import file_facts
     from icecompat_writer.deltalog import read_snapshot
     from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
@@ -299,11 +266,23 @@ def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:
     from icecompat_writer.deltalog.paths import resolve_data_path
     from icecompat_writer.rules.evaluate import validate
 
-    root = _local_root(str(req["table"]))
     version = int(req["version"])
     actions = [json.loads(line) for line in req["actions"] if line.strip()]
-    before = read_snapshot(root, version - 1) if version > 0 else None
-    previous = TableState(before.protocol, before.metadata, before.version) if before is not None else None
+    supplied = "footers" in req
+    previous = None
+    known: set[str] = set()
+    if supplied:
+        root: Any = str(req["table"])
+        state = req.get("state")
+        if state:
+            before_state = (Protocol.from_json(state["protocol"]), Metadata.from_json(state["metadata"]))
+            previous = TableState(*before_state, int(state["version"]))
+    else:
+        root = _local_root(str(req["table"]))
+        before = read_snapshot(root, version - 1) if version > 0 else None
+        if before is not None:
+            previous = TableState(before.protocol, before.metadata, before.version)
+            known = {a.path for a in before.add_files}
 
     protocol = previous.protocol if previous else None
     metadata = previous.metadata if previous else None
@@ -317,13 +296,14 @@ def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:
             adds.append(AddFile.from_json(action["add"]))
     if protocol is None or metadata is None:
         return {"ok": True, "profile": None}
-    state = TableState(protocol, metadata)
+    state_after = TableState(protocol, metadata)
     held = _held_profile(previous)
     requested = str(req.get("profile") or "")
-    profile = _profile_for(requested, metadata.configuration) or _held_profile(state) or held
+    profile = _profile_for(requested, metadata.configuration) or _held_profile(state_after) or held
 
     def delete() -> list[str]:
-        known = {a.path for a in before.add_files} if before is not None else set()
+        if supplied:  # add paths: the JVM resolves them and keeps only the attempt's own
+            return [add.path for add in adds]
         out = []
         for add in adds:
             local = resolve_data_path(root, add.path)
@@ -346,7 +326,11 @@ def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:
         from icecompat_writer.writing.compose import shallow_clone_violations
 
         violations += shallow_clone_violations(outside)
-    facts = [file_facts(root, add) for add in adds]
+    if supplied:
+        footers = req.get("footers") or {}
+        facts = [_supplied_facts(add, footers) for add in adds]
+    else:
+        facts = [file_facts(root, add) for add in adds]
     violations += validate(profile, metadata, protocol, previous, files=facts)
     if not violations:
         return {"ok": True, "profile": profile}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -22,17 +21,6 @@ from tests.objectstores import S3Server
 from tests.support import expected_field_ids, unguarded_sql
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture
-def guarded(spark: SparkSession) -> Iterator[SparkSession]:
-    """The shared session with the guard on for one test."""
-    spark.conf.set("spark.icecompat.guard.enabled", "true")
-    try:
-        yield spark
-    finally:
-        spark.conf.unset("spark.icecompat.guard.enabled")
-        spark.conf.unset("spark.icecompat.profile")
 
 
 def refusal(fn: Any) -> CompatViolation:

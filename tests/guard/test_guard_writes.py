@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,17 +37,6 @@ DECLARING = {
 }
 PROFILES = list(DECLARING)
 _names = itertools.count()
-
-
-@pytest.fixture
-def guarded(spark: Any) -> Iterator[Any]:
-    """The shared session with the guard on for one test."""
-    spark.conf.set("spark.icecompat.guard.enabled", "true")
-    try:
-        yield spark
-    finally:
-        spark.conf.unset("spark.icecompat.guard.enabled")
-        spark.conf.unset("spark.icecompat.profile")
 
 
 def refusal(fn: Any) -> CompatViolation:
