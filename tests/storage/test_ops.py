@@ -7,6 +7,8 @@ variables (see the ``s3_env`` fixture), never through options passed in code.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -81,7 +83,12 @@ def test_missing_objects_and_directories_raise_file_not_found(s3_env: Any, bucke
 
 
 def test_create_if_absent_lets_exactly_one_of_many_concurrent_writers_win(serial_env: Any) -> None:
-    target = obj(f"s3a://{serial_env.new_bucket()}/t/metadata/v1.metadata.json")
+    bucket = serial_env.new_bucket()
+    with serial_env.routed(bucket):  # a running Spark session's s3a settings point at the shared server
+        _race_creates(obj(f"s3a://{bucket}/t/metadata/v1.metadata.json"))
+
+
+def _race_creates(target: ObjectPath) -> None:
     results: dict[int, bool] = {}
     barrier = threading.Barrier(6)
 
@@ -126,17 +133,26 @@ def test_local_create_if_absent_and_regular_file_guard(tmp_path: Path) -> None:
     assert [e.name for e in storage.list_files(tmp_path)] == []  # a pipe is not listed as a file
 
 
-def test_credentials_come_from_the_environment_and_wrong_ones_are_refused(
-    s3_env: Any, bucket: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_credentials_come_from_the_environment_and_wrong_ones_are_refused(s3_env: Any, bucket: str) -> None:
+    """In a process without Spark (the CLI's case) the environment decides; a test process may hold
+    the run's Spark session, whose Hadoop settings would come first, so this runs in a new one."""
     storage.write_bytes(obj(f"s3a://{bucket}/k"), b"v")
-    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9")  # the S3-specific variable wins
-    storage.clear_cache()
-    with pytest.raises(OSError):
-        storage.read_bytes(obj(f"s3a://{bucket}/k"))
-    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3_env.endpoint)
-    storage.clear_cache()
-    assert storage.read_bytes(obj(f"s3a://{bucket}/k")) == b"v"
+    script = (
+        "import sys\n"
+        "from icecompat_writer import storage\n"
+        "try:\n"
+        f"    print(storage.read_bytes(storage.parse_location('s3a://{bucket}/k')).decode())\n"
+        "except OSError as e:\n"
+        "    print('OSError', type(e).__name__)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
+    env["AWS_ENDPOINT_URL_S3"] = "http://127.0.0.1:9"  # the S3-specific variable wins over AWS_ENDPOINT_URL
+    run = [sys.executable, "-c", script]
+    wrong = subprocess.run(run, env=env, capture_output=True, text=True, timeout=120)
+    assert wrong.stdout.startswith("OSError"), wrong.stdout + wrong.stderr[-2000:]
+    env["AWS_ENDPOINT_URL_S3"] = s3_env.endpoint
+    right = subprocess.run(run, env=env, capture_output=True, text=True, timeout=120)
+    assert right.stdout.strip() == "v", right.stdout + right.stderr[-2000:]
 
 
 def test_map_bounded_keeps_order_and_bounds_threads() -> None:
