@@ -449,10 +449,14 @@ def test_a_table_that_already_has_such_a_property_is_refused_not_run(
     spark: SparkSession, table_path: Path
 ) -> None:
     compat_write(spark.range(3), str(table_path))
-    spark.sql(
+    alter = (
         f"ALTER TABLE delta.`{table_path}` "
         "SET TBLPROPERTIES ('parquet.crypto.factory.class' = 'hx.does.not.Exist')"
     )
+    with pytest.raises(CompatViolation) as guarded:  # the session guard refuses to set it ...
+        spark.sql(alter)
+    assert guarded.value.rules == ["DELTA-WRITE-CONFIG-PROPERTY"]
+    support.unguarded_sql(spark, alter)  # ... so the table gets it from a writer without the guard
     before = support.tree_digest(table_path)
     with pytest.raises(CompatViolation) as err:
         compat_write(spark.range(3), str(table_path), mode="append")
