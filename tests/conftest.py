@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,6 +57,20 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     server = start_s3_server(tmp_path_factory.mktemp("moto"))
     yield server
     server.stop()
+
+
+@pytest.fixture
+def s3_env(s3_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The process environment a user of the moto server would have: AWS_* variables only."""
+    for key in ("AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in s3_server.environ().items():
+        monkeypatch.setenv(key, value)
+    from icecompat_writer import storage
+
+    storage.clear_cache()
+    yield s3_server
+    storage.clear_cache()
 
 
 @pytest.fixture

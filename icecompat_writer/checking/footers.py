@@ -88,18 +88,7 @@ def read_footer(path: str | os.PathLike[str] | ObjectPath) -> ParquetFooter:
         meta = pq.read_metadata(p)
     except (OSError, pa.ArrowException, ValueError) as e:
         raise FooterReadError(p, f"pyarrow cannot open it ({e})") from e
-    leaves = meta.schema
-    kv = meta.metadata or {}
-    key_value = {
-        k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in kv.items() if v is not None
-    }
-    fields = _build_tree(p, raw_schema, leaves)
-    return ParquetFooter(
-        num_rows=meta.num_rows,
-        fields=fields,
-        created_by=meta.created_by,
-        key_value_metadata=MappingProxyType(key_value),
-    )
+    return _footer(p, raw_schema, meta)
 
 
 def read_object_footer(path: ObjectPath) -> tuple[ParquetFooter, int]:

@@ -11,25 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from icecompat_writer import storage
 from icecompat_writer.checking.check import check_table
 from icecompat_writer.checking.footers import TAIL_BYTES
 from tests.checking.test_check import codes_of, rows_of
 from tests.cli.synthetic import build_table, stats, write_data_file
 from tests.deltalog import logbuilder as lb
-
-
-@pytest.fixture
-def s3_env(s3_server: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
-        monkeypatch.delenv(key, raising=False)
-    for key, value in s3_server.environ().items():
-        monkeypatch.setenv(key, value)
-    storage.clear_cache()
-    yield s3_server
-    storage.clear_cache()
 
 
 def upload(server: Any, local: Path) -> tuple[str, str]:

@@ -15,22 +15,10 @@ from typing import Any
 
 import pytest
 
-from icecompat_writer import storage
 from icecompat_writer.cli.main import EXIT_ERROR, EXIT_OK, EXIT_VIOLATIONS, main
 from tests.cli.synthetic import build_table
 
 ICECOMPAT = Path(sys.executable).parent / "icecompat"
-
-
-@pytest.fixture
-def s3_env(s3_server: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
-        monkeypatch.delenv(key, raising=False)
-    for key, value in s3_server.environ().items():
-        monkeypatch.setenv(key, value)
-    storage.clear_cache()
-    yield s3_server
-    storage.clear_cache()
 
 
 @pytest.fixture

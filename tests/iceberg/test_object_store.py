@@ -23,17 +23,6 @@ from tests.cli.synthetic import build_table, stats, write_data_file
 from tests.deltalog import logbuilder as lb
 
 
-@pytest.fixture
-def s3_env(s3_server: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
-        monkeypatch.delenv(key, raising=False)
-    for key, value in s3_server.environ().items():
-        monkeypatch.setenv(key, value)
-    storage.clear_cache()
-    yield s3_server
-    storage.clear_cache()
-
-
 def pyiceberg_ids(server: Any, metadata_uri: str) -> list[int]:
     table = StaticTable.from_metadata(
         metadata_uri,

@@ -10,18 +10,6 @@ import pytest
 from icecompat_writer import storage
 
 
-@pytest.fixture
-def s3_env(s3_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """The process environment a user of the moto server would have: AWS_* variables only."""
-    for key in ("AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_SESSION_TOKEN"):
-        monkeypatch.delenv(key, raising=False)
-    for key, value in s3_server.environ().items():
-        monkeypatch.setenv(key, value)
-    storage.clear_cache()
-    yield s3_server
-    storage.clear_cache()
-
-
 @pytest.fixture(scope="session")
 def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """Azurite's Blob service on 127.0.0.1 for the run (npm-installed on first use)."""
