@@ -36,6 +36,7 @@ from icecompat_writer.schema import (
     join_path,
     parse_schema,
     quote_name,
+    type_text,
     visit,
     visit_with_partner,
 )
@@ -101,19 +102,6 @@ def _find(fields: Sequence[Mapping[str, Any]], name: str) -> Mapping[str, Any] |
         if fold_name(f["name"]) == folded:
             return f
     return None
-
-
-def _type_name(t: Any) -> str:
-    if isinstance(t, str):
-        return t
-    kind = t.get("type")
-    if kind == "struct":
-        return "struct<" + ",".join(f"{f['name']}:{_type_name(f['type'])}" for f in t["fields"]) + ">"
-    if kind == "array":
-        return f"array<{_type_name(t['elementType'])}>"
-    if kind == "map":
-        return f"map<{_type_name(t['keyType'])},{_type_name(t['valueType'])}>"
-    return str(kind)
 
 
 # What the merge makes of one type: (the merged JSON, problems found below it, whether the data's type
@@ -208,8 +196,8 @@ class _Merge(PartnerVisitor[SchemaNode, Any]):
             path,
             "the DataFrame's type differs from the table's type for this column",
             "cast the column to the table's type before writing, or overwrite with overwriteSchema=true",
-            observed=_type_name(data_t.raw),
-            expected=_type_name(table_raw),
+            observed=type_text(data_t.raw),
+            expected=type_text(table_raw),
         )
         return merged, [*problems, mismatch]
 
