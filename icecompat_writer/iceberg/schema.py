@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icecompat_writer.errors import IcecompatError, Violation
-from icecompat_writer.rules.catalog import layer_rule
+from icecompat_writer.rules.catalog import layer_violation
 from icecompat_writer.schema import (
     CM_ID,
     CM_NESTED_IDS,
@@ -90,16 +90,7 @@ def violation(
     rule: str, path: str, message: str, fix: str, observed: Any = None, expected: Any = None
 ) -> Violation:
     """A Violation of this emitter's profile (keeps every refusal spelled the same way)."""
-    layer_rule(rule)  # every id is a catalog entry
-    return Violation(
-        profile=PROFILE,
-        rule=rule,
-        path=path,
-        message=message,
-        fix=fix,
-        observed=None if observed is None else str(observed),
-        expected=None if expected is None else str(expected),
-    )
+    return layer_violation(PROFILE, rule, path, message, fix, observed, expected)
 
 
 @dataclass(frozen=True)

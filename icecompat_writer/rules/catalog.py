@@ -23,12 +23,14 @@ A rule that is not implemented is absent: nothing here is a placeholder.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
+from icecompat_writer.errors import Violation
 from icecompat_writer.rules.kinds import check_against_kinds, kind_of
 from icecompat_writer.rules.model import Rule, Scope, Stage, unique_ids
 from icecompat_writer.schema import MAX_FIELD_ID, MIN_FIELD_ID
 
-__all__ = ["CATALOG", "LAYER_RULES", "RULES", "RULES_BY_ID", "layer_rule"]
+__all__ = ["CATALOG", "LAYER_RULES", "RULES", "RULES_BY_ID", "layer_rule", "layer_violation"]
 
 V3, W1, W3 = "v3", "writer-v1", "writer-v3"
 ALL = (V3, W1, W3)
@@ -1079,3 +1081,26 @@ def layer_rule(rule_id: str) -> Rule:
     if rule is None or rule.kind is not None:
         raise ValueError(f"{rule_id} is not a layer rule of the catalog")
     return rule
+
+
+def layer_violation(
+    profile: str,
+    rule_id: str,
+    path: str,
+    message: str,
+    fix: str,
+    observed: Any = None,
+    expected: Any = None,
+    clause: str = "",
+) -> Violation:
+    """A violation of a layer's own rule, spelled the same way by every layer (values kept as text)."""
+    return Violation(
+        profile=profile,
+        rule=layer_rule(rule_id).id,
+        path=path,
+        message=message,
+        fix=fix,
+        observed=None if observed is None else str(observed),
+        expected=None if expected is None else str(expected),
+        clause=clause,
+    )

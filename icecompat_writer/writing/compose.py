@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import CompatViolation, Violation
-from icecompat_writer.rules.catalog import RULES_BY_ID, layer_rule
+from icecompat_writer.rules.catalog import RULES_BY_ID, layer_violation
 from icecompat_writer.rules.schema import SameColumn, SchemaNode
 from icecompat_writer.schema import (
     CM_PREFIX,
@@ -74,15 +74,14 @@ def write_violation(
     rule: str, path: str, message: str, fix: str, observed: Any = None, expected: Any = None
 ) -> Violation:
     """A violation of Delta's own write rules (profile ``delta``), refused before any file is written."""
-    layer_rule(rule)  # every id is a catalog entry
-    return Violation(
-        profile=WRITE_PROFILE,
-        rule=rule,
-        path=path,
-        message=message,
-        fix=fix,
-        observed=None if observed is None else str(observed),
-        expected=None if expected is None else str(expected),
+    return layer_violation(
+        WRITE_PROFILE,
+        rule,
+        path,
+        message,
+        fix,
+        observed,
+        expected,
         clause="delta-PROTOCOL.md#schema-serialization-format",
     )
 
