@@ -300,6 +300,26 @@ class AzuriteServer:
             for b in client.list_blobs()
         }
 
+    def upload_dir(self, local: Path, container: str, prefix: str) -> list[str]:
+        """Copy every file under ``local`` into ``container`` below ``prefix`` (relative paths kept)."""
+        from azure.storage.blob import BlobServiceClient
+
+        client = BlobServiceClient.from_connection_string(self.connection_string()).get_container_client(
+            container
+        )
+        names: list[str] = []
+        for path in sorted(p for p in Path(local).rglob("*") if p.is_file()):
+            name = f"{prefix.rstrip('/')}/{path.relative_to(local).as_posix()}"
+            client.upload_blob(name, path.read_bytes(), overwrite=True)
+            names.append(name)
+        return names
+
+    def read_blob(self, container: str, name: str) -> bytes:
+        from azure.storage.blob import BlobServiceClient
+
+        service = BlobServiceClient.from_connection_string(self.connection_string())
+        return bytes(service.get_blob_client(container, name).download_blob().readall())
+
     def stop(self) -> None:
         self.process.terminate()
         try:
