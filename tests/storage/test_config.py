@@ -167,3 +167,33 @@ def test_gcs_keyfile_in_hadoop_must_match_the_environment(monkeypatch: pytest.Mo
         filesystem_kwargs(loc, options)
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", "/keys/sa.json")
     assert filesystem_kwargs(loc, options) == ("GcsFileSystem", {})
+
+
+def test_handed_over_hadoop_settings_win_over_the_environment_inside_the_block_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from icecompat_writer import storage
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "from-env")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "env-secret")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+    path = s3("s3a://bkt/t")
+    handed = {
+        "fs.s3a.bucket.bkt.access.key": "handed",
+        "fs.s3a.secret.key": "handed-secret",
+        "fs.s3a.endpoint": "http://127.0.0.1:9",
+        "fs.s3a.path.style.access": "true",
+    }
+    before = storage.options_for(path)  # this process's own sources (a live session's, else the env)
+    with storage.hadoop_settings(handed):
+        inside = storage.options_for(path)
+        with storage.hadoop_settings(None):  # a request without settings: the process's own sources
+            nested_none = storage.options_for(path)
+        again = storage.options_for(path)
+    after = storage.options_for(path)
+    assert inside.get("access_key") == "handed" and inside.get("secret_key") == "handed-secret"
+    assert inside.get("endpoint") == "http://127.0.0.1:9" and inside.get("path_style") == "true"
+    assert dict(inside.sources)["access_key"] == "fs.s3a.bucket.bkt.access.key"
+    assert again == inside
+    assert nested_none == after == before != inside
+    assert "handed-secret" not in repr(inside.sources)  # sources name keys, never values
