@@ -97,6 +97,19 @@ def azure_env(azurite: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     storage.clear_cache()
 
 
+@pytest.fixture(scope="session")
+def abfs(spark: Any, azurite: Any) -> Iterator[Any]:
+    """The run's Azurite, reached by the shared session's ``abfs`` connector (its settings are set on
+    the session once, on first use; they touch only ``abfs`` URIs)."""
+    from icecompat_writer import storage
+
+    for key, value in azurite.abfs_conf().items():
+        spark.conf.set(key, value)
+    storage.clear_cache()
+    yield azurite
+    storage.clear_cache()
+
+
 @pytest.fixture
 def table_path(tmp_path: Path) -> Path:
     """A fresh, not yet existing table location."""

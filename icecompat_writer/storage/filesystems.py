@@ -232,6 +232,11 @@ def _azure_kwargs(path: ObjectPath, o: Mapping[str, str]) -> dict[str, Any]:
             dparts = urlsplit(dfs) if dfs else parts
             kwargs["dfs_storage_authority"] = dparts.netloc
             kwargs["dfs_storage_scheme"] = dparts.scheme
+    endpoint = o.get("abfs_endpoint")
+    if endpoint and "blob_storage_authority" not in kwargs:
+        secure = path.scheme in {"abfss", "wasbs"} or (o.get("always_https") or "true").lower() != "false"
+        kwargs["blob_storage_authority"] = kwargs["dfs_storage_authority"] = endpoint
+        kwargs["blob_storage_scheme"] = kwargs["dfs_storage_scheme"] = "https" if secure else "http"
     host = path.host or ""
     if "blob_storage_authority" not in kwargs and "." in host:
         suffix = host.split(".", 1)[1]  # dfs.core.windows.net, blob.core.chinacloudapi.cn, ...

@@ -136,6 +136,30 @@ def test_azure_connection_string_sets_an_emulator_endpoint() -> None:
     }
 
 
+def test_azure_abfs_endpoint_key_points_at_a_local_blob_endpoint_as_the_abfs_connector_does() -> None:
+    hadoop = {
+        "fs.azure.abfs.endpoint": "127.0.0.1:10000",
+        "fs.azure.always.use.https": "false",
+        "fs.azure.account.key.devstoreaccount1.dfs.core.windows.net": "a2V5==",
+    }
+    plain = s3("abfs://c@devstoreaccount1.dfs.core.windows.net/t")
+    _, kw = filesystem_kwargs(plain, resolve_options(plain, hadoop, {}))
+    assert kw == {
+        "account_name": "devstoreaccount1",
+        "account_key": "a2V5==",
+        "blob_storage_authority": "127.0.0.1:10000",
+        "blob_storage_scheme": "http",
+        "dfs_storage_authority": "127.0.0.1:10000",
+        "dfs_storage_scheme": "http",
+    }
+    secure = s3("abfss://c@devstoreaccount1.dfs.core.windows.net/t")  # abfss always speaks TLS
+    _, kw = filesystem_kwargs(secure, resolve_options(secure, hadoop, {}))
+    assert kw["blob_storage_scheme"] == kw["dfs_storage_scheme"] == "https"
+    https_default = {k: v for k, v in hadoop.items() if k != "fs.azure.always.use.https"}
+    _, kw = filesystem_kwargs(plain, resolve_options(plain, https_default, {}))
+    assert kw["blob_storage_scheme"] == "https"
+
+
 def test_azure_sovereign_cloud_hosts_set_the_service_authorities() -> None:
     loc = s3("abfss://c@acct.dfs.core.chinacloudapi.cn/t")
     _, kw = filesystem_kwargs(loc, resolve_options(loc, None, {"AZURE_STORAGE_KEY": "K"}))
