@@ -177,8 +177,10 @@ final class CommitFacts {
    * The footer (FileMetaData) bytes of one Parquet file of {@code size} bytes (as its AddFile
    * records; -1: ask the store): one ranged read of the file's last {@value #TAIL} bytes holds the
    * footer, its length and the magic for all but unusually large footers, which take one more read.
-   * The file is opened with its length and the random-read policy, so an object store is not asked
-   * for the object's status and reads exactly the ranges asked for.
+   * The file is opened with its length and the random-read policy, so a connector that honours
+   * them (S3A's classic input stream) asks the store for no status and reads exactly the ranges
+   * asked for. A wrong recorded size makes the read fail (no magic, or end of file): the commit is
+   * refused, never passed.
    */
   static byte[] footer(FileSystem fs, Path file, long size) throws IOException {
     if (size < 0) {
