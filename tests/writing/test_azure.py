@@ -45,9 +45,9 @@ def commit_json(abfs: Any, container: str, name: str) -> list[dict[str, Any]]:
 def test_compat_write_on_abfs_keeps_every_guarantee(spark: SparkSession, abfs: Any, profile: str) -> None:
     container = abfs.new_container()
     uri = table_uri(abfs, container)
-    first = compat_write(frame(spark, 0, 6), uri, partition_by=["part"], profile=profile)
-    second = compat_write(frame(spark, 6, 4), uri, mode="append", profile=profile)
-    assert (first.version, second.version) == (0, 1)
+    # one write per profile (appends and overwrites are covered on s3a): the run stays cheap
+    written = compat_write(frame(spark, 0, 10), uri, partition_by=["part"], profile=profile)
+    assert written.version == 0
 
     actions = commit_json(abfs, container, "warehouse/t/_delta_log/00000000000000000000.json")
     assert FEATURE[profile] in next(a["protocol"] for a in actions if "protocol" in a)["writerFeatures"]
@@ -57,11 +57,6 @@ def test_compat_write_on_abfs_keeps_every_guarantee(spark: SparkSession, abfs: A
             cm = f["metadata"]
             assert cm["delta.columnMapping.physicalName"] == f"col-{cm['delta.columnMapping.id']}"
     adds = [a["add"] for a in actions if "add" in a]
-    adds += [
-        a["add"]
-        for a in commit_json(abfs, container, "warehouse/t/_delta_log/00000000000000000001.json")
-        if "add" in a
-    ]
     assert sum(json.loads(a["stats"])["numRecords"] for a in adds) == 10
     names = set(abfs.container_digest(container))
     assert all(f"warehouse/t/{a['path']}" in names for a in adds)
