@@ -73,6 +73,43 @@ def s3_env(s3_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     storage.clear_cache()
 
 
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Azurite's Blob service on 127.0.0.1 for the run (npm-installed on first use)."""
+    from tests.objectstores import start_azurite
+
+    server = start_azurite(tmp_path_factory.mktemp("azurite"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def azure_env(azurite: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The environment a user of the emulator would have: its connection string only."""
+    for key in ("AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in azurite.environ().items():
+        monkeypatch.setenv(key, value)
+    from icecompat_writer import storage
+
+    storage.clear_cache()
+    yield azurite
+    storage.clear_cache()
+
+
+@pytest.fixture(scope="session")
+def abfs(spark: Any, azurite: Any) -> Iterator[Any]:
+    """The run's Azurite, reached by the shared session's ``abfs`` connector (its settings are set on
+    the session once, on first use; they touch only ``abfs`` URIs)."""
+    from icecompat_writer import storage
+
+    for key, value in azurite.abfs_conf().items():
+        spark.conf.set(key, value)
+    storage.clear_cache()
+    yield azurite
+    storage.clear_cache()
+
+
 @pytest.fixture
 def table_path(tmp_path: Path) -> Path:
     """A fresh, not yet existing table location."""

@@ -23,15 +23,17 @@ from typing import Any
 
 __all__ = ["AzuriteServer", "S3Server", "s3a_test_jars", "start_azurite", "start_s3_server"]
 
-# Where bin/setup puts Spark's s3a connector (hadoop-aws 3.5.0 and the AWS SDK v2 modules it loads),
+# Where bin/setup puts Spark's s3a connector (hadoop-aws 3.5.0 and the AWS SDK v2 modules it loads) and
+# its abfs connector (hadoop-azure 3.5.0),
 # fetched by Maven from jvm_shim/test-jars/pom.xml; outside the package, which ships no cloud SDK.
 TEST_JARS_DIR = Path(__file__).resolve().parent.parent / ".cache" / "test-jars"
 
 
 def s3a_test_jars() -> list[Path]:
-    """The s3a jars for the test Spark session; refuses loudly when bin/setup has not fetched them."""
+    """The s3a and abfs jars for the test Spark session; refuses loudly when bin/setup has not fetched
+    them."""
     jars = sorted(TEST_JARS_DIR.glob("*.jar"))
-    if not any(p.name.startswith("hadoop-aws-") for p in jars):
+    if not all(any(p.name.startswith(name) for p in jars) for name in ("hadoop-aws-", "hadoop-azure-")):
         raise RuntimeError(f"the s3a test jars are missing from {TEST_JARS_DIR}; run bin/setup")
     return jars
 
@@ -282,6 +284,32 @@ class AzuriteServer:
         """The standard Azure variable that points SDKs and tools at this emulator."""
         return {"AZURE_STORAGE_CONNECTION_STRING": self.connection_string()}
 
+    @property
+    def abfs_host(self) -> str:
+        """The account host of an ``abfs://container@<host>/...`` URI for this emulator's account."""
+        return f"{AZURITE_ACCOUNT}.dfs.core.windows.net"
+
+    def abfs_conf(self) -> dict[str, str]:
+        """Hadoop settings that point Spark's ``abfs`` connector (hadoop-azure) at this emulator.
+
+        Azurite serves the Blob API only (no DFS endpoint), so the account is declared without a
+        hierarchical namespace and reached through its Blob endpoint (``fs.azure.fns.account.service.type
+        =BLOB``); ``fs.azure.abfs.endpoint`` replaces the account's host name with the emulator's address,
+        over plain HTTP. The JDK's HTTP client and TLS are used (no native OpenSSL binding); few retries,
+        so a broken emulator fails a test in seconds.
+        """
+        return {
+            "fs.azure.abfs.endpoint": f"127.0.0.1:{self.port}",
+            "fs.azure.always.use.https": "false",
+            f"fs.azure.account.key.{self.abfs_host}": AZURITE_KEY,
+            "fs.azure.account.auth.type": "SharedKey",
+            "fs.azure.account.hns.enabled": "false",
+            "fs.azure.fns.account.service.type": "BLOB",
+            "fs.azure.networking.library": "JDK_HTTP_URL_CONNECTION",
+            "fs.azure.ssl.channel.mode": "Default_JSSE",
+            "fs.azure.io.retry.max.retries": "1",
+        }
+
     def new_container(self, prefix: str = "c") -> str:
         from azure.storage.blob import BlobServiceClient
 
@@ -299,6 +327,26 @@ class AzuriteServer:
             b.name: hashlib.sha256(client.download_blob(b.name).readall()).hexdigest()
             for b in client.list_blobs()
         }
+
+    def upload_dir(self, local: Path, container: str, prefix: str) -> list[str]:
+        """Copy every file under ``local`` into ``container`` below ``prefix`` (relative paths kept)."""
+        from azure.storage.blob import BlobServiceClient
+
+        client = BlobServiceClient.from_connection_string(self.connection_string()).get_container_client(
+            container
+        )
+        names: list[str] = []
+        for path in sorted(p for p in Path(local).rglob("*") if p.is_file()):
+            name = f"{prefix.rstrip('/')}/{path.relative_to(local).as_posix()}"
+            client.upload_blob(name, path.read_bytes(), overwrite=True)
+            names.append(name)
+        return names
+
+    def read_blob(self, container: str, name: str) -> bytes:
+        from azure.storage.blob import BlobServiceClient
+
+        service = BlobServiceClient.from_connection_string(self.connection_string())
+        return bytes(service.get_blob_client(container, name).download_blob().readall())
 
     def stop(self) -> None:
         self.process.terminate()

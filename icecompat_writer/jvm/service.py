@@ -25,6 +25,13 @@ Every answer names the ``profile`` that applied (null: none, the write is not a 
     bytes, base64, or an ``error``); ``delete`` then lists add paths, and the JVM deletes those no
     earlier version references.
 
+A request about a table outside the local file system carries ``hadoop``: the object-store keys of
+the session's Hadoop configuration (``fs.s3a.*``, ``fs.azure.*``, ``fs.gs.*``, secrets resolved
+through Hadoop's credential providers). Every operation reads such a table through the storage layer
+with them (:func:`icecompat_writer.storage.hadoop_settings`), so this process reaches a bucket with
+exactly the credentials and endpoint the session's own connectors use, whatever its environment
+holds. They are kept in memory for that request only and appear in no answer or log.
+
 A request that fails unexpectedly is answered with ``{"error": ...}`` (the JVM then refuses the
 write: a guard that cannot decide never lets a write through).
 """
@@ -184,6 +191,7 @@ def _files_below(profile: str, planned: Any, previous: Any, table: str) -> list[
     held to the profile before the declaration may land; otherwise the table would declare what its
     files do not meet. The fix is a rewrite of the files, which ``icecompat upgrade`` does.
     """
+    from icecompat_writer import storage
     from icecompat_writer.checking.footers import file_facts
     from icecompat_writer.deltalog import read_snapshot
     from icecompat_writer.planning import validate
@@ -194,7 +202,8 @@ def _files_below(profile: str, planned: Any, previous: Any, table: str) -> list[
     adds = list(snapshot.add_files)
     if not adds:
         return []
-    facts = [file_facts(root, add) for add in adds]
+    # one footer at a time locally; an object store's reads overlap (latency-bound)
+    facts = list(storage.map_bounded(lambda add: file_facts(root, add), adds))
     found = validate(profile, planned.metadata, planned.protocol, previous, files=facts, scopes=[Scope.FILE])
     hint = (
         "this change declares the profile without rewriting a file: run `icecompat upgrade` on the table "
@@ -383,8 +392,11 @@ def handle(req: Mapping[str, Any]) -> dict[str, Any]:
     op = _OPS.get(str(req.get("op")))
     if op is None:
         return {"error": f"unknown operation {req.get('op')!r}"}
+    from icecompat_writer import storage
+
     try:
-        return op(req)
+        with storage.hadoop_settings(req.get("hadoop")):
+            return op(req)
     except Exception as e:
         return {"error": f"{type(e).__name__}: {e}"}
 

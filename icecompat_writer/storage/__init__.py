@@ -4,7 +4,8 @@ A location is a local ``Path`` or an :class:`ObjectPath` (``s3://``/``s3a://``/`
 ``abfs://``/``abfss://``/``wasbs://``), parsed by :func:`parse_location`. Local files go through
 plain ``os`` calls (the fast path, with the guards against named pipes and devices); object stores
 through pyarrow's S3, GCS and Azure filesystems, configured from the running Spark session's Hadoop
-settings or each cloud's standard environment (:mod:`.config`). The one operation pyarrow lacks, a
+settings (or those a driver handed over, :func:`hadoop_settings`) or each cloud's standard
+environment (:mod:`.config`). The one operation pyarrow lacks, a
 create that fails when the object exists, uses the cloud's SDK (:mod:`.conditional`).
 
 Paths inside a table are resolved with :mod:`icecompat_writer.deltalog.paths`, which refuses anything
@@ -12,7 +13,7 @@ outside the table root; this package reads only what it is given.
 """
 
 from .config import SETTINGS, StoreOptions, resolve_options
-from .filesystems import clear_cache, filesystem, filesystem_kwargs, options_for
+from .filesystems import clear_cache, filesystem, filesystem_kwargs, hadoop_settings, options_for
 from .local import NotRegularFileError, check_regular_file, file_kind, open_regular_file
 from .ops import (
     MAX_PARALLEL_READS,
@@ -62,6 +63,7 @@ __all__ = [
     "file_size",
     "filesystem",
     "filesystem_kwargs",
+    "hadoop_settings",
     "iceberg_uri",
     "is_local",
     "list_files",

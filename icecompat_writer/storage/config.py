@@ -107,6 +107,10 @@ SETTINGS: dict[str, tuple[Setting, ...]] = {
             "oauth_endpoint",
             ("fs.azure.account.oauth2.client.endpoint.{host}", "fs.azure.account.oauth2.client.endpoint"),
         ),
+        # host:port of a local endpoint (the emulator) that the abfs connector uses instead of the
+        # account's host name; plain HTTP unless the URI is abfss or fs.azure.always.use.https holds
+        Setting("abfs_endpoint", ("fs.azure.abfs.endpoint",)),
+        Setting("always_https", ("fs.azure.always.use.https",)),
         Setting("tenant_id", (), ("AZURE_TENANT_ID",)),
         Setting("connection_string", (), ("AZURE_STORAGE_CONNECTION_STRING",)),
     ),

@@ -9,10 +9,11 @@ lacks is a conditional create, which :mod:`.conditional` does with each cloud's 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,6 +29,7 @@ __all__ = [
     "clear_cache",
     "filesystem",
     "filesystem_kwargs",
+    "hadoop_settings",
     "options_for",
     "parse_connection_string",
 ]
@@ -37,6 +39,9 @@ _lock = threading.Lock()
 _filesystems: dict[tuple[str, str, tuple[tuple[str, str], ...]], pafs.FileSystem] = {}
 _options: dict[tuple[int, str, str], dict[str, str]] = {}
 _clients: dict[tuple[Any, ...], Any] = {}
+# Hadoop settings handed to this process by the Spark driver that asked for the work (the rule
+# service), in force for the duration of one request; see hadoop_settings().
+_supplied: Mapping[str, str] | None = None
 
 
 def clear_cache() -> None:
@@ -59,12 +64,38 @@ def cached_client(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
     return client
 
 
+@contextlib.contextmanager
+def hadoop_settings(values: Mapping[str, str] | None) -> Iterator[None]:
+    """Reach object stores with ``values`` (a Spark session's Hadoop settings) inside the block.
+
+    For a process that works for a Spark driver without being one (the rule service the session
+    guard starts): the driver sends the object-store keys of its session's Hadoop configuration with
+    a request, and the storage layer uses them exactly as it would use the session's own, before the
+    environment. The values live in this process's memory for the block only; they are never
+    written to a file, a log or a message. The block is process-wide (footer reads run on pool
+    threads), so it is meant for a process that serves one request at a time.
+    """
+    global _supplied
+    with _lock:
+        before, _supplied = _supplied, (dict(values) if values is not None else None)
+    try:
+        yield
+    finally:
+        with _lock:
+            _supplied = before
+
+
 def options_for(path: ObjectPath) -> StoreOptions:
-    """The store options of ``path``: the running session's Hadoop settings, else the environment.
+    """The store options of ``path``: Hadoop settings (those handed over by :func:`hadoop_settings`,
+    else the running session's), then the environment.
 
     The session's Hadoop values are read once per session, store family and bucket (container)
     and cached; the environment is read on every call.
     """
+    with _lock:
+        supplied = _supplied
+    if supplied is not None:
+        return resolve_options(path, supplied)
     session_key = _session_id()
     hadoop: dict[str, str] | None = None
     if session_key:
@@ -201,6 +232,11 @@ def _azure_kwargs(path: ObjectPath, o: Mapping[str, str]) -> dict[str, Any]:
             dparts = urlsplit(dfs) if dfs else parts
             kwargs["dfs_storage_authority"] = dparts.netloc
             kwargs["dfs_storage_scheme"] = dparts.scheme
+    endpoint = o.get("abfs_endpoint")
+    if endpoint and "blob_storage_authority" not in kwargs:
+        secure = path.scheme in {"abfss", "wasbs"} or (o.get("always_https") or "true").lower() != "false"
+        kwargs["blob_storage_authority"] = kwargs["dfs_storage_authority"] = endpoint
+        kwargs["blob_storage_scheme"] = kwargs["dfs_storage_scheme"] = "https" if secure else "http"
     host = path.host or ""
     if "blob_storage_authority" not in kwargs and "." in host:
         suffix = host.split(".", 1)[1]  # dfs.core.windows.net, blob.core.chinacloudapi.cn, ...

@@ -80,3 +80,46 @@ def test_installed_command_reads_s3_through_the_aws_environment(s3_env: Any, s3_
     )
     assert proc.returncode == EXIT_OK, proc.stderr
     assert json.loads(proc.stdout)["compliant"] is True
+
+
+def test_check_upgrade_dry_run_and_iceberg_on_azurite(
+    azure_env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = build_table(tmp_path / "t", "v3", files=3)
+    container = azure_env.new_container()
+    azure_env.upload_dir(table.root, container, "t")
+    uri = f"abfss://{container}@devstoreaccount1.dfs.core.windows.net/t"
+    before = azure_env.container_digest(container)
+
+    code, out, _ = run(capsys, "check", uri, "--json")
+    assert code == EXIT_OK
+    doc = json.loads(out)
+    assert doc["table"] == uri and doc["compliant"] is True and doc["files"]["footers_read"] == 3
+    code, _, _ = run(capsys, "check", uri, "--profile", "writer-v1")
+    assert code == EXIT_VIOLATIONS
+    code, out, _ = run(capsys, "upgrade", uri, "--profile", "writer-v1", "--dry-run", "--json")
+    assert code == EXIT_VIOLATIONS  # the plan read the table from the container and refuses
+    assert json.loads(out)["refused"]["violations"]
+    code, out, _ = run(capsys, "upgrade", uri, "--profile", "v3", "--dry-run", "--json")
+    assert code == EXIT_OK and json.loads(out)["needed"] is False
+    assert azure_env.container_digest(container) == before
+
+    code, out, _ = run(capsys, "iceberg", uri)
+    assert code == EXIT_OK and "v1.metadata.json" in out
+    assert "t/metadata/v1.metadata.json" in azure_env.container_digest(container)
+
+
+def test_installed_command_reads_azure_through_the_connection_string(azure_env: Any, tmp_path: Path) -> None:
+    table = build_table(tmp_path / "t", "v3", files=2)
+    container = azure_env.new_container()
+    azure_env.upload_dir(table.root, container, "t")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AZURE_")} | azure_env.environ()
+    proc = subprocess.run(
+        [str(ICECOMPAT), "check", f"wasbs://{container}@devstoreaccount1.blob.core.windows.net/t", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert json.loads(proc.stdout)["compliant"] is True

@@ -109,3 +109,77 @@ def test_append_to_a_plain_s3a_table_under_the_v3_session_profile_is_refused(
     err = refusal(lambda: guarded.range(3, 6).write.format("delta").mode("append").save(uri))
     assert {"ICV3-ENABLED", "ICV3-COLUMN-MAPPING-MODE", "ICV3-ROW-TRACKING"} <= set(err.rules)
     assert s3_server.bucket_digest(bucket) == before
+
+
+@pytest.fixture
+def service_with_misleading_environment(guarded: SparkSession, tmp_path: Any) -> Any:
+    """The rule service restarted under a Python whose environment points AWS clients at a closed
+    port with a wrong key pair: what it reads from S3 it can only reach through the session's own
+    settings, which the driver hands over with the request."""
+    import os
+    import socket
+    import stat
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    wrapper = tmp_path / "python-wrong-aws-env"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        "export AWS_ACCESS_KEY_ID=wrong AWS_SECRET_ACCESS_KEY=wrong AWS_REGION=us-east-1\n"
+        f"export AWS_ENDPOINT_URL=http://127.0.0.1:{closed} AWS_ENDPOINT_URL_S3=http://127.0.0.1:{closed}\n"
+        f'exec "{sys.executable}" "$@"\n'
+    )
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    assert os.access(wrapper, os.X_OK)
+    before = guarded.conf.get("spark.icecompat.python", None)
+    guarded.conf.set("spark.icecompat.python", str(wrapper))
+    try:
+        yield guarded
+    finally:
+        if before is None:
+            guarded.conf.unset("spark.icecompat.python")
+        else:
+            guarded.conf.set("spark.icecompat.python", before)
+
+
+def test_a_profile_switch_on_s3a_that_the_files_do_not_meet_is_refused_with_the_rule(
+    service_with_misleading_environment: SparkSession, spark: SparkSession, s3_server: S3Server
+) -> None:
+    session = service_with_misleading_environment
+    bucket = s3_server.new_bucket()
+    uri = f"s3a://{bucket}/t"
+    unguarded_sql(spark, f"CREATE TABLE delta.`{uri}` (id BIGINT, s STRING) USING delta")
+    unguarded_sql(spark, f"INSERT INTO delta.`{uri}` VALUES (1, 'a'), (2, 'b')")
+    before = s3_server.bucket_digest(bucket)
+    # Metadata only: the rule service holds the two live files (no field ids) to v3 by reading them.
+    err = refusal(
+        lambda: session.sql(
+            f"ALTER TABLE delta.`{uri}` SET TBLPROPERTIES ('delta.enableIcebergCompatV3'='true')"
+        )
+    )
+    assert "ICV3-PARQUET-FIELD-IDS" in err.rules, err
+    assert {v.profile for v in err.violations} == {"v3"}
+    assert "icecompat upgrade" in str(err)
+    assert s3_server.bucket_digest(bucket) == before
+
+
+def test_a_profile_switch_on_s3a_that_the_files_meet_lands(
+    service_with_misleading_environment: SparkSession, s3_server: S3Server
+) -> None:
+    from icecompat_writer import compat_write
+
+    session = service_with_misleading_environment
+    bucket = s3_server.new_bucket()
+    uri = f"s3a://{bucket}/t"
+    compat_write(session.sql("SELECT * FROM VALUES (1, 'a'), (2, 'b') AS t(id, s)"), uri, profile="v3")
+    session.sql(f"ALTER TABLE delta.`{uri}` SET TBLPROPERTIES ('delta.enableIcebergWriterCompatV3'='true')")
+    keys = sorted(
+        k for k in s3_server.bucket_digest(bucket) if k.startswith("t/_delta_log/0") and k.endswith(".json")
+    )
+    configuration = next(a["metaData"] for a in log_actions(s3_server, bucket, keys[-1]) if "metaData" in a)[
+        "configuration"
+    ]
+    assert configuration["delta.enableIcebergWriterCompatV3"] == "true"
+    assert session.read.format("delta").load(uri).count() == 2

@@ -136,6 +136,30 @@ def test_azure_connection_string_sets_an_emulator_endpoint() -> None:
     }
 
 
+def test_azure_abfs_endpoint_key_points_at_a_local_blob_endpoint_as_the_abfs_connector_does() -> None:
+    hadoop = {
+        "fs.azure.abfs.endpoint": "127.0.0.1:10000",
+        "fs.azure.always.use.https": "false",
+        "fs.azure.account.key.devstoreaccount1.dfs.core.windows.net": "a2V5==",
+    }
+    plain = s3("abfs://c@devstoreaccount1.dfs.core.windows.net/t")
+    _, kw = filesystem_kwargs(plain, resolve_options(plain, hadoop, {}))
+    assert kw == {
+        "account_name": "devstoreaccount1",
+        "account_key": "a2V5==",
+        "blob_storage_authority": "127.0.0.1:10000",
+        "blob_storage_scheme": "http",
+        "dfs_storage_authority": "127.0.0.1:10000",
+        "dfs_storage_scheme": "http",
+    }
+    secure = s3("abfss://c@devstoreaccount1.dfs.core.windows.net/t")  # abfss always speaks TLS
+    _, kw = filesystem_kwargs(secure, resolve_options(secure, hadoop, {}))
+    assert kw["blob_storage_scheme"] == kw["dfs_storage_scheme"] == "https"
+    https_default = {k: v for k, v in hadoop.items() if k != "fs.azure.always.use.https"}
+    _, kw = filesystem_kwargs(plain, resolve_options(plain, https_default, {}))
+    assert kw["blob_storage_scheme"] == "https"
+
+
 def test_azure_sovereign_cloud_hosts_set_the_service_authorities() -> None:
     loc = s3("abfss://c@acct.dfs.core.chinacloudapi.cn/t")
     _, kw = filesystem_kwargs(loc, resolve_options(loc, None, {"AZURE_STORAGE_KEY": "K"}))
@@ -167,3 +191,33 @@ def test_gcs_keyfile_in_hadoop_must_match_the_environment(monkeypatch: pytest.Mo
         filesystem_kwargs(loc, options)
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", "/keys/sa.json")
     assert filesystem_kwargs(loc, options) == ("GcsFileSystem", {})
+
+
+def test_handed_over_hadoop_settings_win_over_the_environment_inside_the_block_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from icecompat_writer import storage
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "from-env")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "env-secret")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+    path = s3("s3a://bkt/t")
+    handed = {
+        "fs.s3a.bucket.bkt.access.key": "handed",
+        "fs.s3a.secret.key": "handed-secret",
+        "fs.s3a.endpoint": "http://127.0.0.1:9",
+        "fs.s3a.path.style.access": "true",
+    }
+    before = storage.options_for(path)  # this process's own sources (a live session's, else the env)
+    with storage.hadoop_settings(handed):
+        inside = storage.options_for(path)
+        with storage.hadoop_settings(None):  # a request without settings: the process's own sources
+            nested_none = storage.options_for(path)
+        again = storage.options_for(path)
+    after = storage.options_for(path)
+    assert inside.get("access_key") == "handed" and inside.get("secret_key") == "handed-secret"
+    assert inside.get("endpoint") == "http://127.0.0.1:9" and inside.get("path_style") == "true"
+    assert dict(inside.sources)["access_key"] == "fs.s3a.bucket.bkt.access.key"
+    assert again == inside
+    assert nested_none == after == before != inside
+    assert "handed-secret" not in repr(inside.sources)  # sources name keys, never values

@@ -14,6 +14,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.function.IntConsumer;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FileSystem;
@@ -32,13 +37,18 @@ import org.apache.spark.sql.functions;
  *
  * <p>Supplied per request: {@code state} (the protocol and metadata of version N-1, null for a new
  * table) and {@code footers} (per new data file, as its {@code add.path}: the Parquet footer bytes,
- * base64, or an {@code error}). Only files inside the table root are opened.
+ * base64, or an {@code error}). Only files inside the table root are opened; the footers are read
+ * in parallel, one ranged tail read each (see {@link #footer}).
  */
 final class CommitFacts {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final byte[] MAGIC = {'P', 'A', 'R', '1'};
   /** A footer larger than this is reported as unreadable instead of being shipped. */
   private static final int MAX_FOOTER = 64 << 20;
+  /** Bytes read from a file's end in one request: the footer of a typical data file fits. */
+  private static final int TAIL = 64 << 10;
+  /** At most this many footers are read at once for one commit. */
+  private static final int MAX_READERS = 16;
 
   private CommitFacts() {}
 
@@ -48,16 +58,20 @@ final class CommitFacts {
     return scheme == null || "file".equalsIgnoreCase(scheme);
   }
 
-  /** The add paths of a commit's actions, as the log holds them. */
-  static List<String> addPaths(List<String> actions) throws IOException {
-    List<String> out = new ArrayList<>();
+  /**
+   * The add paths of a commit's actions with the sizes their AddFiles record (-1 when absent): the
+   * size lets each footer be read with one ranged read of the file's tail, without asking the store
+   * for the object's length first.
+   */
+  static Map<String, Long> addSizes(List<String> actions) throws IOException {
+    Map<String, Long> out = new LinkedHashMap<>();
     for (String line : actions) {
       if (line.isBlank()) {
         continue;
       }
       JsonNode add = JSON.readTree(line).get("add");
       if (add != null && add.hasNonNull("path")) {
-        out.add(add.get("path").asText());
+        out.put(add.get("path").asText(), add.path("size").asLong(-1));
       }
     }
     return out;
@@ -92,18 +106,64 @@ final class CommitFacts {
     }
     ObjectNode footers = req.putObject("footers");
     FileSystem fs = root.getFileSystem(hadoopConf);
-    for (String addPath : addPaths(actions)) {
-      ObjectNode entry = footers.putObject(addPath);
+    Map<String, Long> adds = addSizes(actions);
+    List<String> paths = new ArrayList<>(adds.keySet());
+    String[] results = new String[paths.size()];
+    boolean[] failed = new boolean[paths.size()];
+    forEachBounded(paths.size(), i -> {
+      String addPath = paths.get(i);
       Path file = resolve(root, addPath);
       if (file == null) {
-        entry.put("error", "path " + addPath + " resolves outside the table root " + root + "; not opened");
-        continue;
+        failed[i] = true;
+        results[i] = "path " + addPath + " resolves outside the table root " + root + "; not opened";
+        return;
       }
       try {
-        entry.put("footer", Base64.getEncoder().encodeToString(footer(fs, file)));
-      } catch (IOException e) {
-        entry.put("error", "cannot read the Parquet footer of " + file + ": " + e.getMessage());
+        results[i] = Base64.getEncoder().encodeToString(footer(fs, file, adds.get(addPath)));
+      } catch (IOException | RuntimeException e) {
+        failed[i] = true;
+        results[i] = "cannot read the Parquet footer of " + file + ": " + e.getMessage();
       }
+    });
+    for (int i = 0; i < paths.size(); i++) {
+      footers.putObject(paths.get(i)).put(failed[i] ? "error" : "footer", results[i]);
+    }
+  }
+
+  /**
+   * Runs {@code task} for 0..n-1 on a pool sized from {@code n} and capped at {@value #MAX_READERS}:
+   * footer reads on an object store are each one round trip, so a commit of many files is bound by
+   * latency, not by bandwidth or the driver's cores. The calling thread waits for all of them.
+   */
+  static void forEachBounded(int n, IntConsumer task) throws IOException {
+    if (n <= 1) {
+      for (int i = 0; i < n; i++) {
+        task.accept(i);
+      }
+      return;
+    }
+    int threads = Math.min(n, MAX_READERS);
+    ExecutorService pool = Executors.newFixedThreadPool(threads, r -> {
+      Thread t = new Thread(r, "icecompat-footer-reader");
+      t.setDaemon(true);
+      return t;
+    });
+    try {
+      List<Future<?>> futures = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) {
+        int index = i;
+        futures.add(pool.submit(() -> task.accept(index)));
+      }
+      for (Future<?> f : futures) {
+        f.get();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new java.io.InterruptedIOException("interrupted while reading the commit's Parquet footers");
+    } catch (ExecutionException e) {
+      throw new IOException("a footer reader failed: " + e.getCause(), e.getCause());
+    } finally {
+      pool.shutdownNow();
     }
   }
 
@@ -113,26 +173,56 @@ final class CommitFacts {
         log.getSnapshotAt$default$4());
   }
 
-  /** The footer (FileMetaData) bytes of one Parquet file: two ranged reads of its tail. */
-  static byte[] footer(FileSystem fs, Path file) throws IOException {
-    long size = fs.getFileStatus(file).getLen();
+  /**
+   * The footer (FileMetaData) bytes of one Parquet file of {@code size} bytes (as its AddFile
+   * records; -1: ask the store): one ranged read of the file's last {@value #TAIL} bytes holds the
+   * footer, its length and the magic for all but unusually large footers, which take one more read.
+   * The file is opened with its length and the random-read policy, so a connector that honours
+   * them (S3A's classic input stream) asks the store for no status and reads exactly the ranges
+   * asked for. A wrong recorded size makes the read fail (no magic, or end of file): the commit is
+   * refused, never passed.
+   */
+  static byte[] footer(FileSystem fs, Path file, long size) throws IOException {
+    if (size < 0) {
+      size = fs.getFileStatus(file).getLen();
+    }
     if (size < 12) {
       throw new IOException(size + " bytes is too small for a Parquet file");
     }
-    try (FSDataInputStream in = fs.open(file)) {
-      byte[] tail = new byte[8];
-      in.readFully(size - 8, tail);
+    int tailLength = (int) Math.min(size, TAIL);
+    byte[] tail = new byte[tailLength];
+    FSDataInputStream in;
+    try {
+      in = fs.openFile(file)
+          .optLong("fs.option.openfile.length", size)
+          .opt("fs.option.openfile.read.policy", "random")
+          .build()
+          .get();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new java.io.InterruptedIOException("interrupted while opening " + file);
+    } catch (ExecutionException e) {
+      throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
+    }
+    try (in) {
+      in.readFully(size - tailLength, tail);
       for (int i = 0; i < 4; i++) {
-        if (tail[4 + i] != MAGIC[i]) {
+        if (tail[tailLength - 4 + i] != MAGIC[i]) {
           throw new IOException("no Parquet magic at the end (not Parquet, encrypted or truncated)");
         }
       }
-      long length = (tail[0] & 0xFFL) | (tail[1] & 0xFFL) << 8 | (tail[2] & 0xFFL) << 16 | (tail[3] & 0xFFL) << 24;
+      int at = tailLength - 8;
+      long length = (tail[at] & 0xFFL) | (tail[at + 1] & 0xFFL) << 8 | (tail[at + 2] & 0xFFL) << 16
+          | (tail[at + 3] & 0xFFL) << 24;
       if (length <= 0 || length > size - 12 || length > MAX_FOOTER) {
         throw new IOException("footer length " + length + " does not fit a " + size + "-byte file");
       }
       byte[] footer = new byte[(int) length];
-      in.readFully(size - 8 - length, footer);
+      if (length <= tailLength - 8) {
+        System.arraycopy(tail, (int) (tailLength - 8 - length), footer, 0, (int) length);
+      } else {
+        in.readFully(size - 8 - length, footer);
+      }
       return footer;
     }
   }

@@ -255,6 +255,7 @@ public final class Guard {
       req.set("old_protocol", JSON.readTree(oldProtocol.json()).get("protocol"));
       req.set("old_metadata", JSON.readTree(oldMetadata.json()).get("metaData"));
       req.set("new_metadata", JSON.readTree(newMetadata.json()).get("metaData"));
+      StorageSettings.attach(req, log.dataPath(), log.newDeltaHadoopConf());
       JsonNode res = RuleService.get(python(spark)).call(req);
       refuseIfViolated(res);
       requireCompleteFor(spark, res);
