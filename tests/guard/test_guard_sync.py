@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from chispa import assert_df_equality
-from pyiceberg.catalog import Catalog, load_catalog
+from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
 from icecompat_writer.iceberg import PROP_DELTA_VERSION
@@ -37,7 +37,9 @@ _PYTHON = "spark.icecompat.python"
 
 
 @pytest.fixture(scope="module")
-def service_catalogs(spark: SparkSession, catalogs: Catalogs, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalogs]:  # noqa: F811
+def service_catalogs(
+    spark: SparkSession, catalogs: Catalogs, tmp_path_factory: pytest.TempPathFactory  # noqa: F811
+) -> Iterator[Catalogs]:
     """The guard's rule service started with pyiceberg catalogs ``local`` (sqlite) and ``rest``."""
     base = tmp_path_factory.mktemp("service")
     script = base / "python-with-catalogs"
@@ -139,18 +141,22 @@ def test_every_guarded_write_is_synced_before_it_returns(
         ("DELETE", lambda: spark.sql(f"DELETE FROM {t} WHERE id = 4")),
         (
             "DataFrameWriter V1",
-            lambda: spark.range(20, 23)
-            .selectExpr("id", "CAST(id % 3 AS STRING) AS part", "id * 2 AS v")
-            .write.format("delta")
-            .mode("append")
-            .save(str(root)),
+            lambda: (
+                spark.range(20, 23)
+                .selectExpr("id", "CAST(id % 3 AS STRING) AS part", "id * 2 AS v")
+                .write.format("delta")
+                .mode("append")
+                .save(str(root))
+            ),
         ),
         (
             "DataFrameWriter V2",
-            lambda: spark.range(30, 32)
-            .selectExpr("id", "CAST(id % 3 AS STRING) AS part", "id * 2 AS v")
-            .writeTo(t)
-            .append(),
+            lambda: (
+                spark.range(30, 32)
+                .selectExpr("id", "CAST(id % 3 AS STRING) AS part", "id * 2 AS v")
+                .writeTo(t)
+                .append()
+            ),
         ),
         ("OPTIMIZE", lambda: spark.sql(f"OPTIMIZE {t}")),
     ]
@@ -182,7 +188,10 @@ def test_every_guarded_write_is_synced_before_it_returns(
     )
     stream.awaitTermination(300)
     first = len(steps)
-    assert [(s["version"], s.get("error")) for s in _synced(spark, root)] == [(first, None), (first + 1, None)]
+    assert [(s["version"], s.get("error")) for s in _synced(spark, root)] == [
+        (first, None),
+        (first + 1, None),
+    ]
     _assert_current(spark, root, catalog, ident, first + 1)
 
     # a sync that cannot write its metadata file: the commit stands, the failure is recorded (and
@@ -194,7 +203,9 @@ def test_every_guarded_write_is_synced_before_it_returns(
     try:
         spark.sql(f"INSERT INTO {t} VALUES (50, '2', 100)")
         failed = _synced(spark, root)
-        assert [s["version"] for s in failed] == [first + 2] and "committed; its Iceberg sync failed" in failed[0]["error"]
+        assert [s["version"] for s in failed] == [
+            first + 2
+        ] and "committed; its Iceberg sync failed" in failed[0]["error"]
         assert _delta_version(spark, root) == first + 2
         assert spark.read.format("delta").load(str(root)).where("id = 50").count() == 1
         assert catalog.load_table(ident).metadata.properties[PROP_DELTA_VERSION] == str(first + 1)

@@ -348,6 +348,7 @@ public final class Guard {
     ObjectNode outcome = JSON.createObjectNode();
     outcome.put("table", table);
     outcome.put("version", version);
+    long started = System.nanoTime();
     try {
       SparkSession spark = session();
       ObjectNode req = JSON.createObjectNode();
@@ -365,6 +366,7 @@ public final class Guard {
       outcome.put("error", "Delta version " + version + " of " + table + " committed; its Iceberg sync"
           + " failed (" + e.getMessage() + "); the next sync catches up");
     }
+    outcome.put("millis", (System.nanoTime() - started) / 1_000_000.0);
     if (outcome.has("error")) {
       LOG.warn(outcome.get("error").asText());
     }
@@ -378,7 +380,8 @@ public final class Guard {
 
   /**
    * The outcomes of the last guarded Iceberg syncs in this driver, oldest first, as a JSON array of
-   * {@code {"table", "version", "converted_version", "error"?}}; with {@code drain} they are removed.
+   * {@code {"table", "version", "converted_version", "millis", "error"?}} ({@code millis}: the
+   * sync's wall time, which the write call waited for); with {@code drain} they are removed.
    */
   public static String icebergSyncs(boolean drain) throws IOException {
     ArrayNode out = JSON.createArrayNode();
