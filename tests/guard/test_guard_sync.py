@@ -26,6 +26,7 @@ from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
 from icecompat_writer.iceberg import PROP_DELTA_VERSION
+from icecompat_writer.iceberg.sync import IcebergSyncWarning, guarded_syncs
 from icecompat_writer.jvm.bridge import guard_iceberg_syncs
 from tests.iceberg._support import duckdb_connect, normalise, spark_rows
 from tests.iceberg.test_sync import Catalogs, catalogs  # noqa: F401  (the REST catalog server fixture)
@@ -222,7 +223,10 @@ def test_every_guarded_write_is_synced_before_it_returns(
     blocker.mkdir()
     try:
         spark.sql(f"INSERT INTO {t} VALUES (50, '2', 100)")
-        failed = _synced(spark, root)
+        with pytest.warns(
+            IcebergSyncWarning, match=f"Delta version {first + 2} of .*{root.name}.* committed"
+        ):
+            failed = [s for s in guarded_syncs(spark) if s["table"].endswith(str(root))]
         assert [s["version"] for s in failed] == [
             first + 2
         ] and "committed; its Iceberg sync failed" in failed[0]["error"]
