@@ -35,6 +35,7 @@ __all__ = [
     "IcebergSync",
     "IcebergSyncWarning",
     "converted_version",
+    "guarded_syncs",
     "sync_after_commit",
     "sync_requested",
 ]
@@ -168,3 +169,20 @@ def _safe_converted(root: Location) -> int | None:
         return _converted(root)
     except Exception:  # reporting the lag must not turn a warning into a failure
         return None
+
+
+def guarded_syncs(spark: Any, *, drain: bool = True) -> list[dict[str, Any]]:
+    """The syncs the session guard ran after this driver's commits (SQL, DataFrame writers, streaming),
+    oldest first: ``table``, ``version``, ``converted_version``, ``millis`` and, if it failed, ``error``.
+
+    Those syncs run in the JVM's commit path, where a failure is logged by the driver (logger
+    ``io.icecompat.shim.guard.Guard``, level WARN); this call brings them to Python and emits one
+    :class:`IcebergSyncWarning` per failed sync. With ``drain`` (the default) each is reported once.
+    """
+    from icecompat_writer.jvm.bridge import guard_iceberg_syncs
+
+    done = guard_iceberg_syncs(spark, drain=drain)
+    for outcome in done:
+        if outcome.get("error"):
+            warnings.warn(str(outcome["error"]), IcebergSyncWarning, stacklevel=2)
+    return done

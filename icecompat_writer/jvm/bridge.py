@@ -207,6 +207,15 @@ def guard_status(spark: SparkSession) -> dict[str, Any]:
     return dict(json.loads(call(lambda: guard.statusJson(spark._jsparkSession))))
 
 
+def guard_iceberg_syncs(spark: SparkSession, drain: bool = False) -> list[dict[str, Any]]:
+    """The Iceberg syncs the guard ran after this driver's commits (oldest first, the last 1,000):
+    ``table``, ``version``, ``converted_version``, ``millis`` (the sync's wall time, which the write
+    waited for) and, for a failed sync, ``error``. With ``drain``
+    the record is emptied."""
+    guard = shim_class(spark, "guard.Guard")
+    return list(json.loads(call(lambda: guard.icebergSyncs(drain))))
+
+
 def writer_features_status(spark: SparkSession) -> dict[str, Any]:
     """What the agent did and whether Delta knows the writer-compat features (for diagnostics)."""
     features = shim_class(spark, "features.WriterCompatFeatures")

@@ -25,6 +25,25 @@ Every answer names the ``profile`` that applied (null: none, the write is not a 
     bytes, base64, or an ``error``); ``delete`` then lists add paths, and the JVM deletes those no
     earlier version references.
 
+``sync``
+    The commit file of ``version`` exists (the JVM asks only after the delegate log store wrote it,
+    and only when the ``check_commit`` answer carried ``sync``: the table's
+    ``delta.universalFormat.enabledFormats`` lists ``iceberg``). Runs
+    :func:`icecompat_writer.iceberg.sync.sync_after_commit` with the table properties the
+    ``check_commit`` answer gave (``configuration``) and the session's
+    ``spark.icecompat.iceberg.catalog`` (``catalog``). Answers ``ok``, ``converted_version``,
+    ``lag``, ``metadata_location``, ``catalog`` (the catalog's action) and, when the sync failed,
+    ``warning`` (table, version, cause), which the JVM logs; the Delta commit stands whatever the
+    answer, and the next sync converts every version after the last converted one.
+
+    Cost per guarded commit: nothing for a table without the property (the flag rides on the
+    ``check_commit`` answer); for a synced table one more request, with the emitter's run in this
+    process. Requests are serialised, so a sync delays the next guarded commit check of the driver,
+    and two writers' syncs never interleave; a sync that finds the metadata already at (or past)
+    its version, e.g. because the previous writer's sync converted it, writes nothing.
+    Writes ``compat_write`` makes are trusted: the JVM neither checks nor syncs them, since
+    ``compat_write`` syncs its own commits.
+
 A request about a table outside the local file system carries ``hadoop``: the object-store keys of
 the session's Hadoop configuration (``fs.s3a.*``, ``fs.azure.*``, ``fs.gs.*``, secrets resolved
 through Hadoop's credential providers). Every operation reads such a table through the storage layer
@@ -33,7 +52,8 @@ exactly the credentials and endpoint the session's own connectors use, whatever 
 holds. They are kept in memory for that request only and appear in no answer or log.
 
 A request that fails unexpectedly is answered with ``{"error": ...}`` (the JVM then refuses the
-write: a guard that cannot decide never lets a write through).
+write: a guard that cannot decide never lets a write through; for ``sync``, whose commit already
+landed, it logs the error as a failed sync instead).
 """
 
 from __future__ import annotations
@@ -320,8 +340,9 @@ def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:
                 out.append(str(local))
         return out
 
+    synced = {} if req.get("opted_out") else _sync_wanted(metadata.configuration)
     if profile is None:
-        return {"ok": True, "profile": None}
+        return {"ok": True, "profile": None, **synced}
     if req.get("opted_out"):
         from icecompat_writer.checking.check import WRITER_PROFILES
 
@@ -342,8 +363,59 @@ def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:
         facts = [file_facts(root, add) for add in adds]
     violations += validate(profile, metadata, protocol, previous, files=facts)
     if not violations:
-        return {"ok": True, "profile": profile}
+        return {"ok": True, "profile": profile, **synced}
     return _refusal(profile, violations, context, delete())
+
+
+def _sync_wanted(configuration: Mapping[str, str]) -> dict[str, Any]:
+    """``{"sync": {...}}`` when the committed table asks for Iceberg, else ``{}``.
+
+    The JVM sends the value back in its ``sync`` request once the commit file exists: the table
+    properties the sync needs (the formats, the catalog and identifier), as this commit leaves them.
+    """
+    from icecompat_writer.iceberg.sync import (
+        CATALOG_PROPERTY,
+        ENABLED_FORMATS,
+        IDENTIFIER_PROPERTY,
+        sync_requested,
+    )
+
+    if not sync_requested(configuration):
+        return {}
+    keys = (ENABLED_FORMATS, CATALOG_PROPERTY, IDENTIFIER_PROPERTY)
+    return {"sync": {k: str(configuration[k]) for k in keys if k in configuration}}
+
+
+def _sync(req: Mapping[str, Any]) -> dict[str, Any]:
+    """Iceberg metadata (and catalog) after a guarded commit: :func:`.iceberg.sync.sync_after_commit`.
+
+    Its warning is not printed here but answered (``warning``), for the JVM to log in the driver; and
+    whatever the Iceberg libraries might print goes to stderr, never onto the answer channel.
+    """
+    import contextlib
+    import warnings
+
+    from icecompat_writer.iceberg.sync import sync_after_commit
+
+    with warnings.catch_warnings(record=True), contextlib.redirect_stdout(sys.stderr):
+        warnings.simplefilter("ignore")
+        synced = sync_after_commit(
+            str(req["table"]),
+            int(req["version"]),
+            dict(req.get("configuration") or {}),
+            str(req.get("catalog") or "") or None,
+        )
+    answer: dict[str, Any] = {
+        "ok": synced.error is None,
+        "profile": None,
+        "converted_version": synced.converted_version,
+        "lag": synced.lag,
+        "metadata_location": synced.metadata_location,
+        "catalog": None if synced.catalog is None else synced.catalog.action,
+    }
+    if synced.error is not None:
+        answer["warning"] = synced.error
+    return answer
 
 
 def _features_ahead(profile: str, protocol: Any, previous: Any) -> list[Violation]:
@@ -378,6 +450,7 @@ _OPS = {
     "ping": lambda req: {"ok": True, "version": _version()},
     "plan_metadata": _plan_metadata,
     "check_commit": _check_commit,
+    "sync": _sync,
 }
 
 

@@ -158,3 +158,52 @@ def test_failures_become_error_answers(tmp_path: Path) -> None:
         {"op": "check_commit", "table": str(tmp_path / "missing"), "version": 3, "actions": []}
     )
     assert "error" in res
+
+
+_ICEBERG = {"delta.universalFormat.enabledFormats": "hudi, Iceberg", "icecompat.iceberg.identifier": "db.t"}
+
+
+@pytest.mark.parametrize(
+    ("conf", "opted_out", "wanted"),
+    [
+        ({}, False, None),
+        ({"delta.universalFormat.enabledFormats": "hudi"}, False, None),
+        (_ICEBERG, False, _ICEBERG),
+        (_ICEBERG, True, None),  # a session that switched the guard off runs nothing of ours
+    ],
+)
+def test_check_commit_asks_for_a_sync_only_for_tables_listing_iceberg(
+    tmp_path: Path, conf: dict[str, str], opted_out: bool, wanted: dict[str, str] | None
+) -> None:
+    (tmp_path / "_delta_log").mkdir()
+    commit = [
+        json.dumps({"protocol": Protocol(1, 2).to_json()}),
+        json.dumps({"metaData": _meta(SCHEMA, conf)}),
+    ]
+    res = service.handle(
+        {
+            "op": "check_commit",
+            "table": str(tmp_path),
+            "version": 0,
+            "actions": commit,
+            "opted_out": opted_out,
+        }
+    )
+    assert res["ok"] is True
+    assert res.get("sync") == wanted
+
+
+def test_a_failed_sync_is_answered_as_a_warning_and_prints_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The commit already landed: a sync that fails is an answer naming table, version and cause, never an
+    ``error`` (which the JVM would treat as a service failure) and never output on the answer channel."""
+    out = io.StringIO()
+    request = {"op": "sync", "table": str(tmp_path / "gone"), "version": 4, "configuration": _ICEBERG}
+    assert service.main(io.StringIO(json.dumps(request) + "\n"), out) == 0
+    answer = json.loads(out.getvalue())
+    assert answer["ok"] is False and "error" not in answer
+    assert answer["warning"].startswith(
+        f"Delta version 4 of {tmp_path / 'gone'} committed; its Iceberg sync failed"
+    )
+    assert capsys.readouterr().out == ""

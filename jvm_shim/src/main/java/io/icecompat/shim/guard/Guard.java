@@ -47,6 +47,11 @@ public final class Guard {
   public static final String LOG_STORE_CLASS = "io.icecompat.shim.guard.GuardedLogStore";
 
   private static final ObjectMapper JSON = new ObjectMapper();
+  /** Session conf naming the pyiceberg catalog guarded syncs register tables in. */
+  public static final String ICEBERG_CATALOG = "spark.icecompat.iceberg.catalog";
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(Guard.class);
+  private static final int SYNCS_KEPT = 1000;
+  private static final java.util.ArrayDeque<JsonNode> SYNCS = new java.util.ArrayDeque<>();
   private static final ThreadLocal<int[]> TRUSTED = ThreadLocal.withInitial(() -> new int[1]);
   private static volatile boolean extensionLoaded;
 
@@ -276,11 +281,11 @@ public final class Guard {
    * files this commit would have added (and nothing else: the rule service names only files no
    * earlier version references) are deleted, so the table is left as it was.
    */
-  static void checkCommit(Path commitFile, List<String> actions, Configuration hadoopConf)
+  static JsonNode checkCommit(Path commitFile, List<String> actions, Configuration hadoopConf)
       throws IOException {
     SparkSession spark = session();
     if (trusted() || spark == null) {
-      return;
+      return null;
     }
     Path logDir = commitFile.getParent();
     Path root = logDir.getParent();
@@ -288,7 +293,7 @@ public final class Guard {
     long version = Long.parseLong(name.substring(0, name.indexOf('.')));
     boolean optedOut = optedOut(spark);
     if (optedOut && writerProfileOf(spark, root, actions) == null) {
-      return;
+      return null;
     }
     ObjectNode req = JSON.createObjectNode();
     req.put("op", "check_commit");
@@ -321,6 +326,76 @@ public final class Guard {
       refuseIfViolated(res);
     }
     requireCompleteFor(spark, res);
+    return res;
+  }
+
+  /**
+   * After the delegate wrote {@code commitFile} (the commit is final): when the rule service's answer
+   * to {@link #checkCommit} carries {@code sync} (the table's properties ask for Iceberg), asks the
+   * service to bring the table's Iceberg metadata and catalog up to this version. Never throws: a
+   * failed sync is logged as a warning and kept in {@link #icebergSyncs}, the Delta commit stands, and
+   * the next sync converts every version after the last converted one. Trusted writes ({@code
+   * compat_write}) get no answer from {@link #checkCommit}, so they are not synced here: they sync
+   * themselves. For a table on an object store the request carries the session's storage settings
+   * ({@link StorageSettings}), as the service has no Spark session of its own.
+   */
+  static void syncAfterCommit(Path commitFile, JsonNode checked, Configuration hadoopConf) {
+    JsonNode wanted = checked == null ? null : checked.get("sync");
+    if (wanted == null || wanted.isNull()) {
+      return;
+    }
+    String table = commitFile.getParent().getParent().toString();
+    String name = commitFile.getName();
+    long version = Long.parseLong(name.substring(0, name.indexOf('.')));
+    ObjectNode outcome = JSON.createObjectNode();
+    outcome.put("table", table);
+    outcome.put("version", version);
+    long started = System.nanoTime();
+    try {
+      SparkSession spark = session();
+      ObjectNode req = JSON.createObjectNode();
+      req.put("op", "sync");
+      req.put("table", table);
+      req.put("version", version);
+      req.put("catalog", spark == null ? "" : conf(spark, ICEBERG_CATALOG));
+      req.set("configuration", wanted);
+      // an object-store table is read and written by the service with the session's own settings
+      StorageSettings.attach(req, commitFile.getParent().getParent(), hadoopConf);
+      JsonNode res = RuleService.get(python(spark)).call(req);
+      outcome.set("converted_version", res.path("converted_version"));
+      if (!res.path("ok").asBoolean(false)) {
+        outcome.put("error", res.path("warning").asText("the Iceberg sync failed"));
+      }
+    } catch (RuntimeException e) { // the commit file exists: nothing may turn it into a failed commit
+      outcome.put("error", "Delta version " + version + " of " + table + " committed; its Iceberg sync"
+          + " failed (" + e.getMessage() + "); the next sync catches up");
+    }
+    outcome.put("millis", (System.nanoTime() - started) / 1_000_000.0);
+    if (outcome.has("error")) {
+      LOG.warn(outcome.get("error").asText());
+    }
+    synchronized (SYNCS) {
+      SYNCS.addLast(outcome);
+      while (SYNCS.size() > SYNCS_KEPT) {
+        SYNCS.removeFirst();
+      }
+    }
+  }
+
+  /**
+   * The outcomes of the last guarded Iceberg syncs in this driver, oldest first, as a JSON array of
+   * {@code {"table", "version", "converted_version", "millis", "error"?}} ({@code millis}: the
+   * sync's wall time, which the write call waited for); with {@code drain} they are removed.
+   */
+  public static String icebergSyncs(boolean drain) throws IOException {
+    ArrayNode out = JSON.createArrayNode();
+    synchronized (SYNCS) {
+      SYNCS.forEach(out::add);
+      if (drain) {
+        SYNCS.clear();
+      }
+    }
+    return JSON.writeValueAsString(out);
   }
 
   /** The writer profile of the table this commit leaves: its own protocol/metadata, else the table's. */

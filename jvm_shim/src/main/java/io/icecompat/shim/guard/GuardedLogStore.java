@@ -1,5 +1,6 @@
 package io.icecompat.shim.guard;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import io.delta.storage.CloseableIterator;
 import io.delta.storage.LogStore;
 import java.io.IOException;
@@ -25,6 +26,10 @@ import org.apache.hadoop.fs.Path;
  * spark.icecompat.guard.logStore.<scheme>.delegate}), so the storage guarantees (mutual exclusion,
  * atomic visibility) stay the delegate's. Other writes (checkpoints, {@code _last_checkpoint},
  * overwrites) pass through unchanged.
+ *
+ * <p>Once the delegate has written the commit file (the commit is final), a table whose properties
+ * ask for Iceberg ({@code delta.universalFormat.enabledFormats} lists {@code iceberg}) is synced
+ * ({@link Guard#syncAfterCommit}); a failed sync is logged and never fails the commit.
  */
 public class GuardedLogStore extends LogStore {
   private final ConcurrentHashMap<String, LogStore> delegates = new ConcurrentHashMap<>();
@@ -53,8 +58,9 @@ public class GuardedLogStore extends LogStore {
     }
     List<String> lines = new ArrayList<>();
     actions.forEachRemaining(lines::add);
-    Guard.checkCommit(path, lines, hadoopConf);
+    JsonNode checked = Guard.checkCommit(path, lines, hadoopConf);
     store.write(path, lines.iterator(), overwrite, hadoopConf);
+    Guard.syncAfterCommit(path, checked, hadoopConf);
   }
 
   @Override
