@@ -183,3 +183,38 @@ def test_a_profile_switch_on_s3a_that_the_files_meet_lands(
     ]
     assert configuration["delta.enableIcebergWriterCompatV3"] == "true"
     assert session.read.format("delta").load(uri).count() == 2
+
+
+def test_a_guarded_insert_into_an_s3a_table_asking_for_iceberg_is_synced_with_the_session_settings(
+    service_with_misleading_environment: SparkSession, s3_server: S3Server
+) -> None:
+    """The sync runs in the rule service, which has no Spark session and (here) an environment that
+    points elsewhere: the Iceberg commit of each guarded version reaches the bucket only through the
+    storage settings the driver hands over with the request."""
+    from pyiceberg.table import StaticTable
+
+    from icecompat_writer.iceberg.sync import guarded_syncs
+
+    session = service_with_misleading_environment
+    bucket = s3_server.new_bucket()
+    uri = f"s3a://{bucket}/t"
+    session.sql(
+        f"CREATE TABLE delta.`{uri}` (id BIGINT, s STRING) USING delta TBLPROPERTIES "
+        "('delta.enableIcebergCompatV3' = 'true', 'delta.universalFormat.enabledFormats' = 'iceberg')"
+    )
+    session.sql(f"INSERT INTO delta.`{uri}` VALUES (1, 'a'), (2, 'b')")
+    session.sql(f"INSERT INTO delta.`{uri}` VALUES (3, 'c')")
+    assert [s for s in guarded_syncs(session) if "error" in s] == []
+    metadata = sorted(k for k in s3_server.bucket_digest(bucket) if k.endswith(".metadata.json"))
+    assert metadata, "no Iceberg metadata on the bucket"
+    table = StaticTable.from_metadata(
+        f"s3://{bucket}/{metadata[-1]}",
+        properties={
+            "s3.endpoint": s3_server.endpoint,
+            "s3.access-key-id": s3_server.access_key,
+            "s3.secret-access-key": s3_server.secret_key,
+            "s3.region": s3_server.region,
+        },
+    )
+    assert table.metadata.properties.get("icecompat.delta-version") == "2"
+    assert sorted(table.scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]
