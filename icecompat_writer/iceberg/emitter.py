@@ -31,14 +31,25 @@ from icecompat_writer import storage
 from icecompat_writer.checking.footers import file_facts, read_object_footer
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
+from icecompat_writer.deltalog.deletion_vectors import read_deletion_vectors
+from icecompat_writer.deltalog.files import DeletionVectorDescriptor
 from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
 from icecompat_writer.errors import CompatViolation, ConcurrentWriteError, TableReadError, Violation
 from icecompat_writer.schema import iceberg_decimal_params
 from icecompat_writer.storage import Location, ObjectPath
 
 from . import _delta
-from .avro import PartitionField, avro_name, data_file_record, read_avro, write_manifest, write_manifest_list
+from .avro import (
+    PartitionField,
+    avro_name,
+    data_file_record,
+    deletion_vector_record,
+    read_avro,
+    write_manifest,
+    write_manifest_list,
+)
 from .checks import default_format_version, rule_set_for, table_violations
+from .puffin import PuffinWriter
 from .schema import ConvertedSchema, violation
 from .values import (
     DEFAULT_STRING_PREFIX_LENGTH,
@@ -67,6 +78,7 @@ PROP_DELTA_TABLE_ID = "icecompat.delta-table-id"
 PROP_NAME_MAPPING = "schema.name-mapping.default"
 
 EXISTING, ADDED, DELETED = 0, 1, 2
+DATA, POSITION_DELETES = 0, 1  # manifest / data_file content
 _MASK63 = (1 << 63) - 1
 
 
@@ -137,11 +149,13 @@ class _Manifest:
 
 @dataclass
 class _NewFile:
-    """A data file to add: its ``data_file`` record plus the Delta row-tracking fields."""
+    """A data file to add: its ``data_file`` record plus the Delta row-tracking fields and its DV."""
 
     data_file: dict[str, Any]
     base_row_id: int | None
     row_commit_version: int | None
+    delta_path: str = ""
+    deletion_vector: DeletionVectorDescriptor | None = None
 
 
 def _uri(path: Location) -> str:
@@ -315,6 +329,11 @@ class _Emitter:
         self.written: list[Location] = []
         self.manifests: list[_Manifest] = []
         self.live: dict[str, _Manifest] = {}
+        # Deletion vectors (format v3): delete manifests, and the one live DV per data file location.
+        self.dv_manifests: list[_Manifest] = []
+        self.live_dvs: dict[str, _Manifest] = {}
+        self.dv_counts: dict[str, int] = {}
+        self.puffin_counter = 0
         self.live_sizes: dict[str, tuple[int, int]] = {}
         self.new_snapshots: list[SnapshotInfo] = []
         self.schema: ConvertedSchema | None = None
@@ -456,7 +475,15 @@ class _Emitter:
         if snap is None:
             raise TableReadError(f"current snapshot {current} is not in the table metadata")
         records, _ = read_avro(_owned(self.root, _local(snap["manifest-list"], self.root), "manifest list"))
-        self.manifests = [_Manifest(dict(r)) for r in records]
+        manifests = [_Manifest(dict(r)) for r in records]
+        self.manifests = [m for m in manifests if int(m.record.get("content") or 0) == DATA]
+        self.dv_manifests = [m for m in manifests if int(m.record.get("content") or 0) == POSITION_DELETES]
+        for m in self.dv_manifests:
+            for e in self._entries(m):
+                if e.status != DELETED:
+                    target = str(e.data_file["referenced_data_file"])
+                    self.live_dvs[target] = m
+                    self.dv_counts[target] = int(e.data_file["record_count"])
         for m in self.manifests:
             for e in self._entries(m):
                 if e.status != DELETED:
@@ -564,13 +591,16 @@ class _Emitter:
             if outside is not None:
                 problems.append(_outside_violation(path, outside))
                 continue
-            if add.get("deletionVector"):
+            dv_json = add.get("deletionVector")
+            if dv_json and self.fv < 3:
                 problems.append(
                     violation(
                         "ICEBERG-EMIT-DELETION-VECTORS",
                         "",
-                        f"data file {path} has a deletion vector; Iceberg would return the rows it deletes",
-                        "purge deletion vectors (REORG TABLE ... APPLY (PURGE)) and disable them",
+                        f"data file {path} has a deletion vector and Iceberg format v2 has none: Iceberg "
+                        "would return the rows it deletes",
+                        "emit Iceberg format 3, or purge deletion vectors (REORG TABLE ... APPLY (PURGE)) "
+                        "and disable them",
                         observed="deletionVector present",
                         expected="none",
                     )
@@ -637,6 +667,8 @@ class _Emitter:
                     df,
                     None if base is None else int(base),
                     None if drcv is None else int(drcv),
+                    path,
+                    DeletionVectorDescriptor.from_json(dv_json) if dv_json else None,
                 )
             )
         _refuse(problems, f"at Delta version {version}")
@@ -657,6 +689,7 @@ class _Emitter:
         snapshot_id: int,
         sequence_number: int,
         explicit: list[dict[str, Any]],
+        content: int = DATA,
     ) -> _Manifest:
         """Write ``explicit`` (avro-shaped entries) and describe the file by the resolved ``entries``."""
         fields = self._partition_fields(spec_id)
@@ -676,6 +709,7 @@ class _Emitter:
             spec_id=spec_id,
             schema_json=self._current_schema_json(),
             format_version=self.fv,
+            content="deletes" if content == POSITION_DELETES else "data",
         )
         self.written.append(path)
         live = [e for e in entries if e.status != DELETED]
@@ -684,7 +718,7 @@ class _Emitter:
             "manifest_path": _uri(path),
             "manifest_length": length,
             "partition_spec_id": spec_id,
-            "content": 0,
+            "content": content,
             "sequence_number": sequence_number,
             "min_sequence_number": min((e.sequence_number for e in live), default=sequence_number),
             "added_snapshot_id": snapshot_id,
@@ -700,13 +734,18 @@ class _Emitter:
         }
         return _Manifest(record, entries)
 
-    def _rewrite(self, m: _Manifest, removed: set[str], snapshot_id: int, seq: int) -> _Manifest:
-        """Copy a manifest with ``removed`` files marked DELETED and the rest EXISTING, all explicit."""
+    def _rewrite(
+        self, m: _Manifest, removed: set[str], snapshot_id: int, seq: int, key: str = "file_path"
+    ) -> _Manifest:
+        """Copy a manifest with ``removed`` files marked DELETED and the rest EXISTING, all explicit.
+
+        ``key`` is the ``data_file`` field ``removed`` names: the file's own path, or for a delete
+        manifest the data file a deletion vector references."""
         entries: list[_Entry] = []
         for e in self._entries(m):
             if e.status == DELETED:
                 continue  # deletes of earlier snapshots are not carried forward
-            gone = e.data_file["file_path"] in removed
+            gone = e.data_file[key] in removed
             entries.append(
                 _Entry(
                     status=DELETED if gone else EXISTING,
@@ -732,7 +771,129 @@ class _Emitter:
             snapshot_id=snapshot_id,
             sequence_number=seq,
             explicit=explicit,
+            content=int(m.record.get("content") or 0),
         )
+
+    # -- deletion vectors ------------------------------------------------------------------------
+
+    def _puffin_path(self) -> Location:
+        """A fresh Puffin file name in the metadata tree (Delta's own DV files are never referenced)."""
+        self.puffin_counter += 1
+        return self.meta_dir / f"{self.run_id}-dv{self.puffin_counter}.puffin"
+
+    def _deletion_vectors(
+        self, new_files: Sequence[_NewFile], removed: set[str], snapshot_id: int, seq: int
+    ) -> tuple[list[_Manifest], dict[str, str]]:
+        """The delete manifests of the snapshot, and its summary's DV counts.
+
+        A data file that leaves the snapshot (removed, or re-added with new statistics or a new DV)
+        takes its DV with it; every added file with a DV gets one, read from Delta, verified, and
+        written with the snapshot's other new DVs into one Puffin file. So a data file has at most one
+        DV per snapshot, and the DV's data sequence number (the snapshot's) is never below its data
+        file's. Delete manifests that lose no DV are kept as they are.
+        """
+        gone = {uri for uri in removed if uri in self.live_dvs}
+        fresh = [f for f in new_files if f.deletion_vector is not None]
+        if not gone and not fresh:
+            return list(self.dv_manifests), {}
+        added: list[_Manifest] = []
+        if fresh:
+            read = read_deletion_vectors(
+                self.root, [(f.delta_path, f.deletion_vector) for f in fresh if f.deletion_vector]
+            )
+            _refuse(
+                [
+                    violation(
+                        "ICEBERG-EMIT-DELETION-VECTOR-READ",
+                        "",
+                        f"data file {p.data_path}: {p.message}",
+                        "repair or restore the deletion vector file (`icecompat check TABLE` lists every "
+                        "one), or rewrite the data file (REORG TABLE ... APPLY (PURGE))",
+                        observed=p.kind,
+                    )
+                    for p in read.problems
+                ],
+                f"at Delta version {seq}",
+            )
+            puffin = PuffinWriter()
+            placed = [
+                (f, puffin.add_deletion_vector(
+                    str(f.data_file["file_path"]),
+                    read.vectors[f.delta_path].blob,
+                    read.vectors[f.delta_path].cardinality,
+                ))
+                for f in fresh
+            ]  # fmt: skip
+            path = self._puffin_path()
+            self.written.append(path)
+            size = puffin.write(path)
+            entries, explicit = [], []
+            for f, blob in placed:
+                df = deletion_vector_record(
+                    puffin_path=_uri(path),
+                    puffin_size=size,
+                    partition=f.data_file["partition"],
+                    referenced_data_file=blob.referenced_data_file,
+                    offset=blob.offset,
+                    length=blob.length,
+                    cardinality=blob.cardinality,
+                )
+                explicit.append(
+                    {
+                        "status": ADDED,
+                        "snapshot_id": snapshot_id,
+                        "sequence_number": None,
+                        "file_sequence_number": None,
+                        "data_file": df,
+                    }
+                )
+                entries.append(_Entry(ADDED, snapshot_id, seq, seq, df))
+            added.append(
+                self._write_manifest(
+                    entries,
+                    self.spec_id,
+                    snapshot_id=snapshot_id,
+                    sequence_number=seq,
+                    explicit=explicit,
+                    content=POSITION_DELETES,
+                )
+            )
+        live_by_manifest: dict[int, list[str]] = {}
+        for target, owner in self.live_dvs.items():
+            live_by_manifest.setdefault(id(owner), []).append(target)
+        kept: list[_Manifest] = []
+        rewritten: list[_Manifest] = []
+        for m in self.dv_manifests:
+            live_here = live_by_manifest.get(id(m), [])
+            if not live_here:
+                continue
+            if gone.intersection(live_here):
+                rewritten.append(self._rewrite(m, gone, snapshot_id, seq, key="referenced_data_file"))
+            else:
+                kept.append(m)
+        removed_dvs = [self.dv_counts.pop(target) for target in gone]
+        for target in gone:
+            self.live_dvs.pop(target)
+        for m in added + rewritten:
+            for e in m.entries or []:
+                if e.status != DELETED:
+                    target = str(e.data_file["referenced_data_file"])
+                    self.live_dvs[target] = m
+                    self.dv_counts[target] = int(e.data_file["record_count"])
+        self.dv_manifests = added + rewritten + kept
+        summary = {
+            "added-delete-files": str(len(fresh)),
+            "added-position-delete-files": str(len(fresh)),
+            "added-dvs": str(len(fresh)),
+            "added-position-deletes": str(
+                sum(int(e.data_file["record_count"]) for m in added for e in m.entries or [])
+            ),
+            "removed-delete-files": str(len(removed_dvs)),
+            "removed-position-delete-files": str(len(removed_dvs)),
+            "removed-dvs": str(len(removed_dvs)),
+            "removed-position-deletes": str(sum(removed_dvs)),
+        }
+        return self.dv_manifests, summary
 
     # -- snapshots -------------------------------------------------------------------------------
 
@@ -842,7 +1003,8 @@ class _Emitter:
                 else:
                     cursor = int(m.record["first_row_id"]) + int(m.record["added_rows_count"])
             next_row_id = cursor
-        manifests = ordered + kept
+        dv_manifests, dv_summary = self._deletion_vectors(new_files, removed, snapshot_id, seq)
+        manifests = ordered + kept + dv_manifests
 
         list_path = self.meta_dir / f"snap-{snapshot_id}-1-{self.run_id}.avro"
         write_manifest_list(
@@ -893,8 +1055,9 @@ class _Emitter:
             "total-data-files": str(len(self.live_sizes)),
             "total-records": str(sum(r for r, _ in self.live_sizes.values())),
             "total-files-size": str(sum(s for _, s in self.live_sizes.values())),
-            "total-delete-files": "0",
-            "total-position-deletes": "0",
+            **dv_summary,
+            "total-delete-files": str(len(self.dv_counts)),
+            "total-position-deletes": str(sum(self.dv_counts.values())),
             "total-equality-deletes": "0",
             "icecompat.delta-version": str(version),
         }
