@@ -14,7 +14,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
-from . import bench_guard
+from . import bench_deletion_vectors, bench_guard
 from .bench_checker import CheckerRow
 from .bench_iceberg import IcebergRow
 from .bench_planning import PlanningRow
@@ -69,6 +69,8 @@ class Results:
     load_at_end: str = ""
     guard: list[bench_guard.GuardRow] = field(default_factory=list)
     guard_runs: int = 0
+    deletion_vectors: bench_deletion_vectors.DvRow | None = None
+    dv_runs: int = 0
 
 
 @dataclass(frozen=True)
@@ -498,6 +500,8 @@ def markdown(r: Results) -> str:
     lines += _planning_section(r)
     lines += _checker_section(r)
     lines += _iceberg_section(r)
+    if r.deletion_vectors is not None:
+        lines += bench_deletion_vectors.section(r.deletion_vectors, r.dv_runs)
     if r.storage is not None:
         lines += storage_section(r.storage)
     if r.guard:

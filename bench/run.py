@@ -3,7 +3,8 @@
 Run with ``bin/bench [--quick] [--out DIR] [--runs N]`` (or ``.venv/bin/python -m bench.run``). One
 Spark session for everything (a lean local one, or the caller's: ``run(spark=...)``), sections in this
 order: write overhead (``bench_write``), planning (``bench_planning``), checker and footer checks
-(``bench_checker``), Iceberg metadata emission (``bench_iceberg``), ``check`` on a local S3 server
+(``bench_checker``), Iceberg metadata emission (``bench_iceberg``, with deletion vectors:
+``bench_deletion_vectors``), ``check`` on a local S3 server
 against local disk (``bench_storage``), the session guard's cost on a SQL ``INSERT`` (``bench_guard``).
 Progress goes to stderr.
 
@@ -30,6 +31,7 @@ if __package__ in (None, ""):  # run as a script: make ``bench`` and the project
 
 from bench import (
     bench_checker,
+    bench_deletion_vectors,
     bench_guard,
     bench_iceberg,
     bench_planning,
@@ -60,6 +62,8 @@ class Config:
     guard_rows: list[int]
     guard_runs: int
     storage_files: int = 2000
+    dv_files: int = 10_000
+    dv_runs: int = 1
 
 
 # Full: 10,000,000-row writes dominate (see docs/benchmarks.md for the run time they add up to).
@@ -93,6 +97,7 @@ QUICK = Config(
     guard_rows=[1, 100_000],
     guard_runs=1,
     storage_files=100,
+    dv_files=200,
 )
 
 
@@ -178,6 +183,7 @@ def run(
         )
         footers = footer_checks(spark, cfg.footer_files, cfg.checker_runs, say)
         iceberg = bench_iceberg.measure(cfg.iceberg_sizes, cfg.iceberg_runs, progress=say)
+        dvs = bench_deletion_vectors.measure(cfg.dv_files, cfg.dv_runs, progress=say)
         stored = bench_storage.measure(cfg.storage_files, cfg.checker_runs, progress=say)
         guard = bench_guard.measure(spark, cfg.guard_rows, cfg.guard_runs, progress=say)
         results = report.Results(
@@ -192,6 +198,8 @@ def run(
             footers=footers,
             iceberg=iceberg,
             iceberg_runs=cfg.iceberg_runs,
+            deletion_vectors=dvs,
+            dv_runs=cfg.dv_runs,
             profiles_of_misses={},
             storage=stored,
             guard=guard,

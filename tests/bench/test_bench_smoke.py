@@ -25,6 +25,7 @@ SECTIONS = (
     "## Planning",
     "## Checker",
     "## Iceberg metadata emission",
+    "## Iceberg deletion vectors",
     "## The session guard: SQL INSERT, guarded vs guard off",
     "## Where a target is missed, and why",
 )
