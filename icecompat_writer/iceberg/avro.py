@@ -268,8 +268,10 @@ def write_manifest(
     spec_id: int,
     schema_json: Mapping[str, Any],
     format_version: int,
+    content: str = "data",
 ) -> int:
-    """Write one data manifest; the key/value metadata is what spec "Manifests" requires for v2/v3."""
+    """Write one manifest (``content`` ``data`` or ``deletes``); the key/value metadata is what spec
+    "Manifests" requires for v2/v3."""
     schema = manifest_entry_schema(partition, format_version)
     meta = {
         "schema": json.dumps(schema_json, separators=(",", ":")),
@@ -277,7 +279,7 @@ def write_manifest(
         "partition-spec": json.dumps(list(partition_spec_json), separators=(",", ":")),
         "partition-spec-id": str(spec_id),
         "format-version": str(format_version),
-        "content": "data",
+        "content": content,
     }
     records = []
     for e in entries:
