@@ -315,7 +315,7 @@ def write_manifest(
     format_version: int,
     content: str = "data",
 ) -> int:
-    """Write one manifest (``content``: ``data`` or ``deletes``); the key/value metadata is what spec
+    """Write one manifest (``content`` ``data`` or ``deletes``); the key/value metadata is what spec
     "Manifests" requires for v2/v3."""
     schema = manifest_entry_schema(partition, format_version)
     meta = {
