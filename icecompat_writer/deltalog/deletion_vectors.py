@@ -55,6 +55,7 @@ NATIVE_MAGIC = 1681511376
 _NATIVE_MAGIC_BYTES = struct.pack(">I", NATIVE_MAGIC)
 _UUID_CHARS = 20  # a 16-byte UUID in Z85
 _COALESCE_GAP = 1 << 16  # DVs of one file closer than this are read with one request
+_MAX_DV_BYTES = (1 << 31) - 1  # sizeInBytes is a Java int
 
 _Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
 _Z85_VALUE = {c: i for i, c in enumerate(_Z85)}
@@ -317,6 +318,12 @@ def read_deletion_vectors(
         vectors[data_path] = got
 
     for data_path, dv in items:
+        if not 0 <= dv.size_in_bytes <= _MAX_DV_BYTES or (dv.offset or 0) < 0:
+            message = (
+                f"its deletion vector descriptor has offset {dv.offset} and sizeInBytes {dv.size_in_bytes}"
+            )
+            problems.append(DeletionVectorProblem(data_path, UNREADABLE, message))
+            continue
         if dv.storage_type == "i":
             try:
                 raw = z85_decode(dv.path_or_inline_dv)

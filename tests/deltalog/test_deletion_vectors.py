@@ -164,6 +164,8 @@ def test_damaged_dvs_are_problems_naming_their_data_file(tmp_path: Path) -> None
         ),
         ("gone.parquet", u_descriptor(uuid.uuid4(), "", 1, good, 3)),
         ("short.parquet", u_descriptor(dv_uuid, "", len(content) - 5, good, 3)),
+        ("huge.parquet", DeletionVectorDescriptor("u", z85_encode(dv_uuid.bytes), 1 << 40, 3, 1)),
+        ("negative.parquet", DeletionVectorDescriptor("u", z85_encode(dv_uuid.bytes), 10, 3, -4)),
     ]
     got = read_deletion_vectors(tmp_path, items)
     assert got.vectors == {}
@@ -175,6 +177,8 @@ def test_damaged_dvs_are_problems_naming_their_data_file(tmp_path: Path) -> None
     assert "length prefix" in problems["size.parquet"].message
     assert "does not exist" in problems["gone.parquet"].message
     assert "ends" in problems["short.parquet"].message
+    assert "sizeInBytes 1099511627776" in problems["huge.parquet"].message
+    assert "offset -4" in problems["negative.parquet"].message
     assert {p.kind for k, p in problems.items() if k != "card.parquet"} == {"unreadable"}
 
 
