@@ -90,7 +90,7 @@ def z85_decode(text: str) -> bytes:
 def z85_encode(data: bytes) -> str:
     """Bytes to Z85 text, zero-padded to a multiple of 4 bytes (Delta pads inline DVs the same way)."""
     padded = data + b"\0" * (-len(data) % 4)
-    chars = []
+    chars: list[str] = []
     for i in range(0, len(padded), 4):
         value = int.from_bytes(padded[i : i + 4], "big")
         group = []
@@ -265,7 +265,7 @@ def _verify(data_path: str, dv: DeletionVectorDescriptor, framed: bytes) -> Read
     return ReadDeletionVector(data_path, dv, framed, count)
 
 
-def _inside_real(root: Location, path: Path) -> bool:
+def _inside_real(root: Path, path: Path) -> bool:
     real_root = os.path.realpath(root).rstrip("/") + "/"
     return os.path.realpath(path).startswith(real_root)
 
@@ -359,7 +359,7 @@ def read_deletion_vectors(
                 )
             )
             continue
-        if isinstance(location, Path) and not _inside_real(root, location):
+        if isinstance(location, Path) and isinstance(root, Path) and not _inside_real(root, location):
             problems.append(
                 DeletionVectorProblem(
                     data_path,
@@ -390,11 +390,11 @@ def read_deletion_vectors(
             return f"its file {location} cannot be read: {e}"
 
     fetched = storage.map_bounded(fetch, requests)
-    for (location, start, _, members), data in zip(requests, fetched, strict=True):
-        for data_path, dv, offset in members:
+    for (where, start, _, placed), data in zip(requests, fetched, strict=True):
+        for data_path, dv, offset in placed:
             if isinstance(data, str):
                 problems.append(DeletionVectorProblem(data_path, UNREADABLE, f"the deletion vector: {data}"))
                 continue
             framed = data[offset - start : offset - start + dv.size_in_bytes + 8]
-            accept(data_path, dv, framed, f"in {location} at offset {offset}")
+            accept(data_path, dv, framed, f"in {where} at offset {offset}")
     return DeletionVectorRead(vectors, tuple(problems), len(by_file), len(requests))
