@@ -90,6 +90,7 @@ class Verified:
     full: bool
     reason: str = ""
     new_paths: bool = False
+    inside: frozenset[str] = frozenset()  # Delta paths this gate found inside the table root
 
 
 def rules_key(metadata: Metadata, format_version: int) -> str:
@@ -134,16 +135,21 @@ def _check(
     format_version: int,
     adds: Sequence[AddFile],
     facts: list[DataFileFacts],
+    inside: set[str],
 ) -> int:
     """Facts of ``adds`` (footers read unless the path leaves the root) added to ``facts``, then the
-    rules; refuses with every problem. Returns the number of footers read."""
+    rules; refuses with every problem. Paths found inside the root go into ``inside``. Returns the
+    number of footers read."""
     real_root = os.path.realpath(root) if isinstance(root, Path) else ""
     outside: list[Violation] = []
     read = 0
+    real_dirs: dict[str, str] = {}
     for add in adds:
-        reason = data_path_outside(root, real_root, add.path)
+        reason = data_path_outside(root, real_root, add.path, real_dirs)
         if reason is not None:
             outside.append(outside_violation(add.path, reason))
+        else:
+            inside.add(add.path)
         if not isinstance(root, ObjectPath) or reason is not None:
             facts.append(file_facts(root, add, read_footer=reason is None))
             read += reason is None
@@ -168,6 +174,7 @@ def verify_full(
     if snap is None or snap.version != version:
         snap = read_snapshot(root, version)
     facts: list[DataFileFacts] = []
+    inside: set[str] = set()
     read = 0
     if isinstance(snap.table_root, ObjectPath):
         # one listing of the table, then one ranged read per footer in a bounded pool (the checker's path)
@@ -185,7 +192,14 @@ def verify_full(
         refuse([*outside, *problems], refusal_context(version, snap.metadata))
     else:
         read = _check(
-            snap.table_root, version, snap.protocol, snap.metadata, format_version, snap.add_files, facts
+            snap.table_root,
+            version,
+            snap.protocol,
+            snap.metadata,
+            format_version,
+            snap.add_files,
+            facts,
+            inside,
         )
     return Verified(
         version,
@@ -196,6 +210,7 @@ def verify_full(
         read,
         True,
         reason,
+        inside=frozenset(inside),
     )
 
 
@@ -240,6 +255,7 @@ def verify_since(
                 added.pop(str(obj["path"]), None)
     n_adds = sum(1 for c in commits for k, _ in c.actions if k == "add")
     facts: list[DataFileFacts] = []
+    inside: set[str] = set()
     read = _check(
         snap.table_root,
         version,
@@ -248,9 +264,21 @@ def verify_since(
         format_version,
         [AddFile.from_json(a) for a in added.values()],
         facts,
+        inside,
     )
     before = int(meta.properties[PROP_VERIFIED_FILES])
     # Without removes and with distinct paths, the live set grew by exactly the added paths unless one
     # of them was live already: then the count at ``version`` would be smaller.
     new_paths = removes == 0 and n_adds == len(added) and before + len(added) == len(snap.files)
-    return Verified(version, snap.protocol, snap.metadata, key, len(snap.files), read, False, "", new_paths)
+    return Verified(
+        version,
+        snap.protocol,
+        snap.metadata,
+        key,
+        len(snap.files),
+        read,
+        False,
+        "",
+        new_paths,
+        frozenset(inside),
+    )
