@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from icecompat_writer import storage
 from icecompat_writer.checking.footers import file_facts
 from icecompat_writer.deltalog import Snapshot, read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
@@ -144,18 +145,20 @@ def _check(
     outside: list[Violation] = []
     read = 0
     real_dirs: dict[str, str] = {}
-    for add in adds:
-        reason = data_path_outside(root, real_root, add.path, real_dirs)
+    reasons = [data_path_outside(root, real_root, add.path, real_dirs) for add in adds]
+    for add, reason in zip(adds, reasons, strict=True):
         if reason is not None:
             outside.append(outside_violation(add.path, reason))
         else:
             inside.add(add.path)
-        if not isinstance(root, ObjectPath) or reason is not None:
-            facts.append(file_facts(root, add, read_footer=reason is None))
-            read += reason is None
-        else:
-            facts.append(file_facts(root, add, read_footer=True))
-            read += 1
+    # Footers are read in a bounded pool (file reads and pyarrow's decoding run outside the GIL), in order.
+    facts.extend(
+        storage.map_bounded(
+            lambda pair: file_facts(root, pair[0], read_footer=pair[1] is None),
+            list(zip(adds, reasons, strict=True)),
+        )
+    )
+    read = sum(1 for r in reasons if r is None)
     _, problems = table_violations(protocol, metadata, format_version, facts)
     refuse([*outside, *problems], refusal_context(version, metadata))
     return read
