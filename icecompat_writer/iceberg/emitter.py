@@ -196,6 +196,7 @@ def write_iceberg_metadata(
     if previous is None:
         start, state, fv, verified = _first_version(root, latest, format_version)
         table = IcebergTable.fresh(root, fv, state.metadata)
+        table.checked_inside = verified.inside
         first_commit = _delta.load_commit(root, start)
         table.set_delta_state(state.protocol, state.metadata, start)
         created_dir = isinstance(meta_dir, Path) and not meta_dir.exists()
@@ -278,6 +279,7 @@ def write_iceberg_metadata(
     else:  # no protocol or metadata action since ``last``: those of ``latest`` were in force
         base_protocol, base_metadata = verified.protocol, verified.metadata
     table = IcebergTable(root, meta, base_metadata.id)
+    table.checked_inside = verified.inside
     table.set_delta_state(base_protocol, base_metadata, last)
     table.resume()
     try:

@@ -54,18 +54,31 @@ def inside(path: str, real_root: str) -> bool:
     return path.startswith(real_root.rstrip("/") + "/")
 
 
-def data_path_outside(root: Location, real_root: str, delta_path: str) -> str | None:
+def data_path_outside(
+    root: Location, real_root: str, delta_path: str, real_dirs: dict[str, str] | None = None
+) -> str | None:
     """Why a data file's path leaves the table root (lexically, or through a symbolic link), else None.
 
     The emitter never opens such a file, and never lets Iceberg metadata point at it: an Iceberg reader
-    would read it as this table's data.
+    would read it as this table's data. ``real_dirs`` (directory -> its resolved path) lets one run
+    resolve each directory once instead of every file's whole path; the file itself is still checked
+    for being a link.
     """
     local = resolve_data_path(root, delta_path)
     if local is None:
         return "resolves outside the table root"
     if not isinstance(local, Path):
         return None  # an object store has no links: the lexical check is the whole check
-    real = os.path.realpath(local)
+    if real_dirs is None:
+        real = os.path.realpath(local)
+    else:
+        parent = str(local.parent)
+        real_dir = real_dirs.get(parent)
+        if real_dir is None:
+            real_dir = real_dirs[parent] = os.path.realpath(parent)
+        real = os.path.join(real_dir, local.name)
+        if os.path.islink(real):
+            real = os.path.realpath(real)
     if not inside(real, real_root):
         return f"is a symbolic link (or lies under one) leading outside the table root, to {real}"
     return None

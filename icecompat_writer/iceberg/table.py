@@ -102,6 +102,8 @@ class IcebergTable:
         self.root = root
         self.real_root = os.path.realpath(root) if isinstance(root, Path) else root.uri
         self.root_uri = uri(root)
+        self.real_dirs: dict[str, str] = {}  # directories resolved once per run (data_path_outside)
+        self.checked_inside: frozenset[str] = frozenset()  # Delta paths this run's gate found inside
         self.meta_dir = root / METADATA_DIR
         self.fv = metadata.format_version
         self.metadata = metadata
@@ -272,7 +274,11 @@ class IcebergTable:
         out: list[NewFile] = []
         for add in adds:
             path = str(add["path"])
-            outside = data_path_outside(self.root, self.real_root, path)
+            outside = (
+                None
+                if path in self.checked_inside
+                else data_path_outside(self.root, self.real_root, path, self.real_dirs)
+            )
             if outside is not None:
                 problems.append(outside_violation(path, outside))
                 continue

@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from icecompat_writer import storage
 from icecompat_writer.checking.footers import file_facts
 from icecompat_writer.deltalog import Snapshot, read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
@@ -90,6 +91,7 @@ class Verified:
     full: bool
     reason: str = ""
     new_paths: bool = False
+    inside: frozenset[str] = frozenset()  # Delta paths this gate found inside the table root
 
 
 def rules_key(metadata: Metadata, format_version: int) -> str:
@@ -134,22 +136,29 @@ def _check(
     format_version: int,
     adds: Sequence[AddFile],
     facts: list[DataFileFacts],
+    inside: set[str],
 ) -> int:
     """Facts of ``adds`` (footers read unless the path leaves the root) added to ``facts``, then the
-    rules; refuses with every problem. Returns the number of footers read."""
+    rules; refuses with every problem. Paths found inside the root go into ``inside``. Returns the
+    number of footers read."""
     real_root = os.path.realpath(root) if isinstance(root, Path) else ""
     outside: list[Violation] = []
     read = 0
-    for add in adds:
-        reason = data_path_outside(root, real_root, add.path)
+    real_dirs: dict[str, str] = {}
+    reasons = [data_path_outside(root, real_root, add.path, real_dirs) for add in adds]
+    for add, reason in zip(adds, reasons, strict=True):
         if reason is not None:
             outside.append(outside_violation(add.path, reason))
-        if not isinstance(root, ObjectPath) or reason is not None:
-            facts.append(file_facts(root, add, read_footer=reason is None))
-            read += reason is None
         else:
-            facts.append(file_facts(root, add, read_footer=True))
-            read += 1
+            inside.add(add.path)
+    # Footers are read in a bounded pool (file reads and pyarrow's decoding run outside the GIL), in order.
+    facts.extend(
+        storage.map_bounded(
+            lambda pair: file_facts(root, pair[0], read_footer=pair[1] is None),
+            list(zip(adds, reasons, strict=True)),
+        )
+    )
+    read = sum(1 for r in reasons if r is None)
     _, problems = table_violations(protocol, metadata, format_version, facts)
     refuse([*outside, *problems], refusal_context(version, metadata))
     return read
@@ -168,6 +177,7 @@ def verify_full(
     if snap is None or snap.version != version:
         snap = read_snapshot(root, version)
     facts: list[DataFileFacts] = []
+    inside: set[str] = set()
     read = 0
     if isinstance(snap.table_root, ObjectPath):
         # one listing of the table, then one ranged read per footer in a bounded pool (the checker's path)
@@ -185,7 +195,14 @@ def verify_full(
         refuse([*outside, *problems], refusal_context(version, snap.metadata))
     else:
         read = _check(
-            snap.table_root, version, snap.protocol, snap.metadata, format_version, snap.add_files, facts
+            snap.table_root,
+            version,
+            snap.protocol,
+            snap.metadata,
+            format_version,
+            snap.add_files,
+            facts,
+            inside,
         )
     return Verified(
         version,
@@ -196,6 +213,7 @@ def verify_full(
         read,
         True,
         reason,
+        inside=frozenset(inside),
     )
 
 
@@ -240,6 +258,7 @@ def verify_since(
                 added.pop(str(obj["path"]), None)
     n_adds = sum(1 for c in commits for k, _ in c.actions if k == "add")
     facts: list[DataFileFacts] = []
+    inside: set[str] = set()
     read = _check(
         snap.table_root,
         version,
@@ -248,9 +267,21 @@ def verify_since(
         format_version,
         [AddFile.from_json(a) for a in added.values()],
         facts,
+        inside,
     )
     before = int(meta.properties[PROP_VERIFIED_FILES])
     # Without removes and with distinct paths, the live set grew by exactly the added paths unless one
     # of them was live already: then the count at ``version`` would be smaller.
     new_paths = removes == 0 and n_adds == len(added) and before + len(added) == len(snap.files)
-    return Verified(version, snap.protocol, snap.metadata, key, len(snap.files), read, False, "", new_paths)
+    return Verified(
+        version,
+        snap.protocol,
+        snap.metadata,
+        key,
+        len(snap.files),
+        read,
+        False,
+        "",
+        new_paths,
+        frozenset(inside),
+    )

@@ -26,6 +26,7 @@ SECTIONS = (
     "## Checker",
     "## Iceberg metadata emission",
     "## Iceberg deletion vectors",
+    "## Iceberg sync and first conversion vs pyiceberg",
     "## The session guard: SQL INSERT, guarded vs guard off",
     "## Where a target is missed, and why",
 )
