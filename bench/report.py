@@ -14,9 +14,9 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
-from . import bench_guard
+from . import bench_deletion_vectors, bench_guard
 from .bench_checker import CheckerRow
-from .bench_iceberg import IcebergRow
+from .bench_iceberg import IcebergRow, SyncRow, sync_section, sync_targets
 from .bench_planning import PlanningRow
 from .bench_storage import StorageRow
 from .bench_storage import section as storage_section
@@ -69,6 +69,9 @@ class Results:
     load_at_end: str = ""
     guard: list[bench_guard.GuardRow] = field(default_factory=list)
     guard_runs: int = 0
+    iceberg_sync: list[SyncRow] = field(default_factory=list)
+    deletion_vectors: bench_deletion_vectors.DvRow | None = None
+    dv_runs: int = 0
 
 
 @dataclass(frozen=True)
@@ -224,6 +227,10 @@ def targets(r: Results) -> list[Target]:
         )
     if r.guard:
         for what, measured, goal, met in bench_guard.targets(r.guard):
+            note = "" if met is not None else "quick run: measured below the target's size, indicative only"
+            out.append(Target(what, measured, goal, met, note))
+    for row in r.iceberg_sync:
+        for what, measured, goal, met in sync_targets(row):
             note = "" if met is not None else "quick run: measured below the target's size, indicative only"
             out.append(Target(what, measured, goal, met, note))
     return out
@@ -498,6 +505,10 @@ def markdown(r: Results) -> str:
     lines += _planning_section(r)
     lines += _checker_section(r)
     lines += _iceberg_section(r)
+    if r.iceberg_sync:
+        lines += sync_section(r.iceberg_sync)
+    if r.deletion_vectors is not None:
+        lines += bench_deletion_vectors.section(r.deletion_vectors, r.dv_runs)
     if r.storage is not None:
         lines += storage_section(r.storage)
     if r.guard:

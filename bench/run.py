@@ -3,15 +3,19 @@
 Run with ``bin/bench [--quick] [--out DIR] [--runs N]`` (or ``.venv/bin/python -m bench.run``). One
 Spark session for everything (a lean local one, or the caller's: ``run(spark=...)``), sections in this
 order: write overhead (``bench_write``), planning (``bench_planning``), checker and footer checks
-(``bench_checker``), Iceberg metadata emission (``bench_iceberg``), ``check`` on a local S3 server
+(``bench_checker``), Iceberg metadata emission, sync after a small commit and first conversion against
+pyiceberg's ``add_files`` (``bench_iceberg``), with deletion vectors (``bench_deletion_vectors``),
+``check`` on a local S3 server
 against local disk (``bench_storage``), the session guard's cost on a SQL ``INSERT`` (``bench_guard``).
 Progress goes to stderr.
 
 ``--quick`` uses tiny sizes and two runs (about two minutes): it shows that the harness works, which is
-what the smoke test runs. The full run is sized to finish in under 30 minutes on two idle cores:
+what the smoke test runs. The full run is sized to finish in about 35 minutes on two idle cores:
 about 17 minutes of 10,000,000-row writes (2 layouts x 5 arms x 5 runs at roughly 20 s each), 4 to 5
-of Iceberg emission at 100,000 files (about 50 s a run, footers of every file read), 2 to 3 for the
-checker and the rest; a machine loaded by other work stretches all of it.
+of Iceberg emission at 100,000 files (about 50 s a run, footers of every file read), about 5 for the
+Iceberg sync section at 100,000 files (two rounds of a first conversion, pyiceberg's add_files and a
+fully verified sync, about a minute each), 2 to 3 for the checker and the rest; a machine loaded by
+other work stretches all of it.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ if __package__ in (None, ""):  # run as a script: make ``bench`` and the project
 
 from bench import (
     bench_checker,
+    bench_deletion_vectors,
     bench_guard,
     bench_iceberg,
     bench_planning,
@@ -57,9 +62,13 @@ class Config:
     footer_files: int
     iceberg_sizes: list[int]
     iceberg_runs: int
+    iceberg_sync_sizes: list[int]
+    iceberg_sync_runs: int
     guard_rows: list[int]
     guard_runs: int
     storage_files: int = 2000
+    dv_files: int = 10_000
+    dv_runs: int = 1
 
 
 # Full: 10,000,000-row writes dominate (see docs/benchmarks.md for the run time they add up to).
@@ -75,6 +84,8 @@ FULL = Config(
     footer_files=300,
     iceberg_sizes=[1_000, 10_000, 100_000],
     iceberg_runs=5,
+    iceberg_sync_sizes=[100_000],
+    iceberg_sync_runs=2,
     guard_rows=[1, 10_000_000],
     guard_runs=1,
 )
@@ -90,9 +101,12 @@ QUICK = Config(
     footer_files=40,
     iceberg_sizes=[1_000],
     iceberg_runs=2,
+    iceberg_sync_sizes=[5_000],
+    iceberg_sync_runs=1,
     guard_rows=[1, 100_000],
     guard_runs=1,
     storage_files=100,
+    dv_files=200,
 )
 
 
@@ -178,6 +192,11 @@ def run(
         )
         footers = footer_checks(spark, cfg.footer_files, cfg.checker_runs, say)
         iceberg = bench_iceberg.measure(cfg.iceberg_sizes, cfg.iceberg_runs, progress=say)
+        iceberg_sync = [
+            bench_iceberg.measure_sync(size, cfg.iceberg_sync_runs, progress=say)
+            for size in cfg.iceberg_sync_sizes
+        ]
+        dvs = bench_deletion_vectors.measure(cfg.dv_files, cfg.dv_runs, progress=say)
         stored = bench_storage.measure(cfg.storage_files, cfg.checker_runs, progress=say)
         guard = bench_guard.measure(spark, cfg.guard_rows, cfg.guard_runs, progress=say)
         results = report.Results(
@@ -192,6 +211,9 @@ def run(
             footers=footers,
             iceberg=iceberg,
             iceberg_runs=cfg.iceberg_runs,
+            iceberg_sync=iceberg_sync,
+            deletion_vectors=dvs,
+            dv_runs=cfg.dv_runs,
             profiles_of_misses={},
             storage=stored,
             guard=guard,

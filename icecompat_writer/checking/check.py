@@ -68,6 +68,8 @@ MISSING_DATA_FILE = "missing_data_file"
 UNREADABLE_DATA_FILE = "unreadable_data_file"
 SIZE_MISMATCH = "size_mismatch"
 ROW_COUNT_MISMATCH = "row_count_mismatch"
+UNREADABLE_DELETION_VECTOR = "unreadable_deletion_vector"
+DELETION_VECTOR_CARDINALITY = "deletion_vector_cardinality_mismatch"
 PATH_OUTSIDE_TABLE = FindingCode.PATH_OUTSIDE_TABLE.value
 
 
@@ -97,8 +99,10 @@ class CheckFinding:
 
     ``code`` is a stable identifier: a :class:`~icecompat_writer.deltalog.FindingCode` value for the
     log, or ``missing_data_file`` / ``unreadable_data_file`` / ``size_mismatch`` / ``row_count_mismatch``
-    / ``path_outside_table`` for data files. ``file`` is a log file relative to the table root, or a data
-    file's path exactly as the log writes it; ``line`` is 1-based (log files only).
+    / ``path_outside_table`` for data files, ``unreadable_deletion_vector`` /
+    ``deletion_vector_cardinality_mismatch`` for a data file's deletion vector. ``file`` is a log file
+    relative to the table root, or a data file's path exactly as the log writes it; ``line`` is 1-based
+    (log files only).
     """
 
     code: str
@@ -226,6 +230,7 @@ class Report:
     files_selected: int = 0
     files_option: str = "all"
     checkpoint_version: int | None = None
+    deletion_vectors_read: int = 0
 
     @property
     def errors(self) -> tuple[CheckFinding, ...]:
@@ -258,6 +263,7 @@ class Report:
                 "total": self.files_total,
                 "footers_selected": self.files_selected,
                 "footers_read": self.files_checked,
+                "deletion_vectors_read": self.deletion_vectors_read,
             },
             "candidates": dict(self.candidates),
             "summary": {
@@ -647,6 +653,44 @@ def snapshot_facts(
     return SnapshotFacts(list(facts.values()), tuple(findings), len(selected), read)
 
 
+def _deletion_vector_findings(
+    snapshot: Snapshot, selected: range | set[int]
+) -> tuple[list[CheckFinding], int]:
+    """Read and verify the deletion vectors of the selected live files: the findings, and how many read.
+
+    Each DV is read once (the DVs of one file with as few ranged reads as their layout allows) and
+    checked as an Iceberg reader would take it: its length, magic number, CRC-32 and bitmap, and its
+    cardinality against the log's, because the Iceberg metadata copies that cardinality as the
+    delete file's record count. A ``p`` DV outside the table root is already a ``path_outside_table``
+    finding and is not opened.
+    """
+    from icecompat_writer.deltalog.deletion_vectors import CARDINALITY, read_deletion_vectors
+
+    files = snapshot.files
+    wanted = set(selected)
+    indices = [i for i in files.with_deletion_vectors() if i in wanted]
+    if not indices:
+        return [], 0
+    root = str(snapshot.table_root)
+    items = []
+    for add in files.get_many(indices):
+        dv = add.deletion_vector
+        assert dv is not None
+        if dv.storage_type == "p" and resolve_data_path_text(root, dv.path_or_inline_dv) is None:
+            continue
+        items.append((add.path, dv))
+    read = read_deletion_vectors(snapshot.table_root, items)
+    out = [
+        CheckFinding(
+            DELETION_VECTOR_CARDINALITY if p.kind == CARDINALITY else UNREADABLE_DELETION_VECTOR,
+            f"data file {p.data_path!r}: {p.message}",
+            file=p.data_path,
+        )
+        for p in read.problems
+    ]
+    return out, len(read.vectors)
+
+
 def _reader_broke(path: str | Path, e: Exception) -> TableReadError:
     return TableReadError(
         f"cannot read the Delta log of {path}: its content broke the log reader "
@@ -667,7 +711,8 @@ def check_table(
     Without a profile and with none declared, every profile is evaluated and ``candidates`` tells how
     many violations each has. ``files`` chooses which data files' footers are read: ``all``, ``none`` or
     ``sample:N``; the AddFile claims of every file (numRecords, deletion vectors) are checked whatever
-    it says. ``progress(done, total)`` is called as footers are read. Raises
+    it says, and the deletion vectors of the selected files are read and verified.
+    ``progress(done, total)`` is called as footers are read. Raises
     :class:`~icecompat_writer.errors.TableReadError` when there is no readable table at ``path``,
     :class:`~icecompat_writer.planning.UnknownProfileError` for an unknown profile and
     :class:`~icecompat_writer.errors.IcecompatError` for a malformed ``files``.
@@ -697,6 +742,14 @@ def check_table(
     except Exception as e:  # live files are decoded lazily: damage may surface only here
         raise _reader_broke(path, e) from e
     file_facts, findings = seen.facts, list(seen.findings)
+    kind, n = parse_files_option(files)
+    try:
+        dv_findings, dvs_read = _deletion_vector_findings(snapshot, _selected_indexes(snapshot, kind, n))
+    except IcecompatError:
+        raise
+    except Exception as e:  # as for footers: damage must never crash the audit
+        raise _reader_broke(path, e) from e
+    findings.extend(dv_findings)
 
     def run(p: str) -> list[Violation]:
         return validate(p, snapshot.metadata, snapshot.protocol, None, files=file_facts)
@@ -725,6 +778,7 @@ def check_table(
         files_selected=seen.files_selected,
         files_option=files.strip().lower(),
         checkpoint_version=snapshot.checkpoint_version,
+        deletion_vectors_read=dvs_read,
     )
 
 

@@ -83,9 +83,9 @@ def read_footer(path: str | os.PathLike[str] | ObjectPath) -> ParquetFooter:
     if isinstance(path, ObjectPath):
         return read_object_footer(path)[0]
     p = Path(path)
-    raw_schema = _read_thrift_schema(p)
-    try:
-        meta = pq.read_metadata(p)
+    raw_schema, footer = _read_thrift_schema(p)
+    try:  # the footer bytes already read, framed as a Parquet file: the file is opened once
+        meta = pq.read_metadata(pa.BufferReader(_MAGIC + footer + struct.pack("<I", len(footer)) + _MAGIC))
     except (OSError, pa.ArrowException, ValueError) as e:
         raise FooterReadError(p, f"pyarrow cannot open it ({e})") from e
     return _footer(p, raw_schema, meta)
@@ -163,7 +163,10 @@ def _footer(path: Any, raw_schema: list[dict[int, Any]], meta: pq.FileMetaData) 
     key_value = {
         k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in kv.items() if v is not None
     }
-    fields = _build_tree(path, raw_schema, leaves)
+    fields = _SCHEMAS.tree(raw_schema)
+    if fields is None:
+        fields = _build_tree(path, raw_schema, leaves)
+        _SCHEMAS.store_tree(raw_schema, fields)
     return ParquetFooter(
         num_rows=meta.num_rows,
         fields=fields,
@@ -211,8 +214,9 @@ _read_footer = read_footer  # file_facts's parameter shadows the function's name
 # --- the footer's schema list ----------------------------------------------------------------------
 
 
-def _read_thrift_schema(path: Path) -> list[dict[int, Any]]:
-    """The ``schema`` list of the footer's FileMetaData: one dict (field id -> value) per element."""
+def _read_thrift_schema(path: Path) -> tuple[list[dict[int, Any]], bytes]:
+    """The ``schema`` list of the footer's FileMetaData (one dict, field id -> value, per element) and
+    the footer's bytes."""
     try:
         with open_regular_file(path) as fh:  # a named pipe would block, a device never end
             size = os.fstat(fh.fileno()).st_size
@@ -238,12 +242,56 @@ def _read_thrift_schema(path: Path) -> list[dict[int, Any]]:
         raise FooterReadError(path, f"it is {e.kind}, not a regular file; it was not opened") from None
     except OSError as e:
         raise FooterReadError(path, str(e)) from e
-    return _decode_schema(path, data)
+    return _decode_schema(path, data), data
+
+
+class _SchemaCache:
+    """Decoded schema lists (and the trees built from them) by the exact bytes that encode them.
+
+    The files of one table are mostly written with one schema by one writer, so their footers start
+    with the same bytes (FileMetaData's version and schema list come first); decoding those bytes and
+    rebuilding the tree is deterministic, so identical bytes are decoded once. Bounded: a few schemas.
+    """
+
+    SIZE = 16
+
+    def __init__(self) -> None:
+        self.schemas: dict[bytes, list[dict[int, Any]]] = {}
+        self.trees: dict[int, tuple[list[dict[int, Any]], tuple[ParquetField, ...]]] = {}
+
+    def lookup(self, data: bytes) -> list[dict[int, Any]] | None:
+        for prefix, schema in list(self.schemas.items()):
+            if data.startswith(prefix):
+                return schema
+        return None
+
+    def store(self, prefix: bytes, schema: list[dict[int, Any]]) -> None:
+        if len(self.schemas) >= self.SIZE:
+            self.schemas.clear()
+            self.trees.clear()
+        self.schemas[prefix] = schema
+
+    def tree(self, schema: list[dict[int, Any]]) -> tuple[ParquetField, ...] | None:
+        hit = self.trees.get(id(schema))
+        return hit[1] if hit is not None and hit[0] is schema else None
+
+    def store_tree(self, schema: list[dict[int, Any]], tree: tuple[ParquetField, ...]) -> None:
+        if any(s is schema for s in self.schemas.values()):  # only cached lists, which stay alive
+            self.trees[id(schema)] = (schema, tree)
+
+
+_SCHEMAS = _SchemaCache()
 
 
 def _decode_schema(path: Any, data: bytes) -> list[dict[int, Any]]:
+    cached = _SCHEMAS.lookup(data)
+    if cached is not None:
+        return cached
     try:
-        return _CompactReader(data).file_metadata_schema()
+        reader = _CompactReader(data)
+        schema = reader.file_metadata_schema()
+        _SCHEMAS.store(bytes(data[: reader.pos]), schema)
+        return schema
     except (IndexError, ValueError, TypeError, struct.error) as e:
         # TypeError: a map keyed by lists or structs (unhashable), which no Parquet footer has
         raise FooterReadError(path, f"the footer is damaged ({e})") from e

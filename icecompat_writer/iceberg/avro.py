@@ -24,6 +24,7 @@ __all__ = [
     "CODEC",
     "PartitionField",
     "avro_name",
+    "deletion_vector_record",
     "manifest_entry_schema",
     "manifest_file_schema",
     "read_avro",
@@ -158,6 +159,9 @@ def manifest_entry_schema(partition: Sequence[PartitionField], format_version: i
     if format_version >= 3:
         data_file.append(_field("first_row_id", "long", 142, optional=True))
     data_file.append(_field("referenced_data_file", "string", 143, optional=True))
+    if format_version >= 3:  # where a deletion vector's blob lies in its Puffin file
+        data_file.append(_field("content_offset", "long", 144, optional=True))
+        data_file.append(_field("content_size_in_bytes", "long", 145, optional=True))
     return {
         "type": "record",
         "name": "manifest_entry",
@@ -243,6 +247,47 @@ def data_file_record(
         "sort_order_id": None,
         "first_row_id": first_row_id,
         "referenced_data_file": None,
+        "content_offset": None,
+        "content_size_in_bytes": None,
+    }
+
+
+def deletion_vector_record(
+    *,
+    puffin_path: str,
+    puffin_size: int,
+    partition: Mapping[str, Any],
+    referenced_data_file: str,
+    offset: int,
+    length: int,
+    cardinality: int,
+) -> dict[str, Any]:
+    """A ``data_file`` record for a deletion vector (content 1, position deletes, format PUFFIN).
+
+    ``partition`` is the referenced data file's (a DV applies only within its data file's partition);
+    ``offset``/``length`` are the blob's in the Puffin footer, ``cardinality`` its deleted-row count.
+    """
+    return {
+        "content": 1,
+        "file_path": puffin_path,
+        "file_format": "PUFFIN",
+        "partition": dict(partition),
+        "record_count": int(cardinality),
+        "file_size_in_bytes": int(puffin_size),
+        "column_sizes": None,
+        "value_counts": None,
+        "null_value_counts": None,
+        "nan_value_counts": None,
+        "lower_bounds": None,
+        "upper_bounds": None,
+        "key_metadata": None,
+        "split_offsets": None,
+        "equality_ids": None,
+        "sort_order_id": None,
+        "first_row_id": None,
+        "referenced_data_file": referenced_data_file,
+        "content_offset": int(offset),
+        "content_size_in_bytes": int(length),
     }
 
 
@@ -268,8 +313,10 @@ def write_manifest(
     spec_id: int,
     schema_json: Mapping[str, Any],
     format_version: int,
+    content: str = "data",
 ) -> int:
-    """Write one data manifest; the key/value metadata is what spec "Manifests" requires for v2/v3."""
+    """Write one manifest (``content`` ``data`` or ``deletes``); the key/value metadata is what spec
+    "Manifests" requires for v2/v3."""
     schema = manifest_entry_schema(partition, format_version)
     meta = {
         "schema": json.dumps(schema_json, separators=(",", ":")),
@@ -277,14 +324,15 @@ def write_manifest(
         "partition-spec": json.dumps(list(partition_spec_json), separators=(",", ":")),
         "partition-spec-id": str(spec_id),
         "format-version": str(format_version),
-        "content": "data",
+        "content": content,
     }
     records = []
     for e in entries:
         rec = dict(e)
         df = dict(rec["data_file"])
         if format_version < 3:
-            df.pop("first_row_id", None)
+            for key in ("first_row_id", "content_offset", "content_size_in_bytes"):
+                df.pop(key, None)
         rec["data_file"] = df
         records.append(rec)
     return _write(path, schema, records, meta)

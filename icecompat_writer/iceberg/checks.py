@@ -15,10 +15,10 @@ apply is chosen by :func:`rule_set_for`:
   ``icecompat upgrade`` would give it, so the refusal lists what it lacks in the catalog's words.
 
 The emitter's own ``ICEBERG-EMIT-*`` checks cover only what the catalog does not: facts about this
-emitter (deletion vectors it cannot convert, types it has no Iceberg counterpart for, the format version
-asked for) and, for the IcebergCompatV2 rule set, the column mapping mode, which the catalog checks only
-through the profiles' own mode rules. An emitter check that a catalog rule of the chosen set covers is
-not run, so no requirement is reported twice.
+emitter (deletion vectors under Iceberg format v2, which has none; types it has no Iceberg counterpart
+for; the format version asked for) and, for the IcebergCompatV2 rule set, the column mapping mode,
+which the catalog checks only through the profiles' own mode rules. An emitter check that a catalog
+rule of the chosen set covers is not run, so no requirement is reported twice.
 """
 
 from __future__ import annotations
@@ -127,14 +127,16 @@ def _emitter_violations(rules: RuleSet, metadata: Metadata, format_version: int)
                 expected="id or name",
             )
         )
-    if not rules.covers(_DV_PROPERTY_COVERED_BY) and _true(conf, "delta.enableDeletionVectors"):
+    dvs_on = _true(conf, "delta.enableDeletionVectors")
+    if format_version < 3 and not rules.covers(_DV_PROPERTY_COVERED_BY) and dvs_on:
         out.append(
             violation(
                 "ICEBERG-EMIT-DELETION-VECTORS",
                 "",
-                "deletion vectors are enabled; rows they delete would reappear in Iceberg, which this "
-                "emitter cannot convert them for yet",
-                "set `delta.enableDeletionVectors` to `false` and rewrite files that carry DVs "
+                "deletion vectors are enabled and Iceberg format v2 has none: the rows they delete "
+                "would reappear",
+                "emit Iceberg format 3 (deletion vectors become Iceberg deletion vectors), or set "
+                "`delta.enableDeletionVectors` to `false` and rewrite files that carry DVs "
                 "(REORG TABLE ... APPLY (PURGE))",
                 observed="true",
                 expected="false",

@@ -963,9 +963,19 @@ def _layer_rules() -> list[Rule]:
         ),
         _emit_rule(
             "ICEBERG-EMIT-DELETION-VECTORS",
-            "Deletion vectors are off and no live data file carries one.",
-            "rows a deletion vector deletes would reappear in Iceberg",
-            "disable deletion vectors and purge them (REORG TABLE ... APPLY (PURGE))",
+            "Deletion vectors are converted into Iceberg format v3 only: under format v2 they are off and "
+            "no live data file carries one.",
+            "Iceberg format v2 has no deletion vectors, so the rows they delete would reappear",
+            "emit Iceberg format 3, or disable deletion vectors and purge them (REORG TABLE ... APPLY "
+            "(PURGE))",
+        ),
+        _emit_rule(
+            "ICEBERG-EMIT-DELETION-VECTOR-READ",
+            "Every deletion vector converted is readable, in Delta's portable serialized form (length, "
+            "magic, CRC-32, 64-bit roaring bitmap), and deletes as many rows as its log cardinality says.",
+            "a data file's deletion vector cannot be read or disagrees with the log",
+            "repair or restore the deletion vector file (`icecompat check TABLE` lists every one), or "
+            "rewrite the data file (REORG TABLE ... APPLY (PURGE))",
         ),
         _emit_rule(
             "ICEBERG-EMIT-FORMAT-VERSION",

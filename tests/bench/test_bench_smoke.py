@@ -25,6 +25,8 @@ SECTIONS = (
     "## Planning",
     "## Checker",
     "## Iceberg metadata emission",
+    "## Iceberg deletion vectors",
+    "## Iceberg sync and first conversion vs pyiceberg",
     "## The session guard: SQL INSERT, guarded vs guard off",
     "## Where a target is missed, and why",
 )

@@ -74,7 +74,13 @@ def test_json_output_is_only_json(clean: Path, capsys: pytest.CaptureFixture[str
     assert code == 0 and err == ""
     data = json.loads(out)  # the whole of stdout parses: nothing else was printed
     assert data["compliant"] is True and data["profile"] == "v3" and data["violations"] == []
-    assert data["files"] == {"option": "all", "total": 2, "footers_selected": 2, "footers_read": 2}
+    assert data["files"] == {
+        "option": "all",
+        "total": 2,
+        "footers_selected": 2,
+        "footers_read": 2,
+        "deletion_vectors_read": 0,
+    }
 
 
 def test_violations_exit_1_and_the_table_names_rule_column_and_file(

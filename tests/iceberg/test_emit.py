@@ -317,22 +317,6 @@ def test_table_without_column_mapping_is_refused(spark: SparkSession, tmp_path: 
     assert main([str(path)]) == 1
 
 
-def test_deletion_vector_table_is_refused(spark: SparkSession, tmp_path: Path) -> None:
-    path = tmp_path / "dv"
-    spark.sql(
-        f"CREATE TABLE delta.`{path}` (id BIGINT, v STRING) USING delta TBLPROPERTIES ("
-        "'delta.columnMapping.mode' = 'name', 'delta.enableIcebergCompatV3' = 'true', "
-        "'delta.enableRowTracking' = 'true', 'delta.enableDeletionVectors' = 'true')"
-    )
-    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, 'a'), (2, 'b'), (3, 'c')")
-    spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 2")
-    assert any(a.deletion_vector is not None for a in read_snapshot(path).add_files)
-    with pytest.raises(CompatViolation) as err:
-        write_iceberg_metadata(path)
-    assert err.value.rules == ["ICEBERG-EMIT-DELETION-VECTORS"]
-    assert not (path / "metadata").exists()
-
-
 def test_cli_converts_and_reports(rich_table: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(rich_table)]) == 0
     assert "already at Delta version 1" in capsys.readouterr().out

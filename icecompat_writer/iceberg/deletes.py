@@ -1,0 +1,79 @@
+"""Delta deletion vectors as Iceberg v3 deletion vectors: one Puffin file per converted commit.
+
+For the data files a commit adds (or re-adds: delta-spark's DELETE, UPDATE and MERGE with deletion
+vectors commit ``remove`` + ``add`` of the same file with a new DV) whose ``add`` carries a DV, the DVs
+are read from Delta (:func:`icecompat_writer.deltalog.deletion_vectors.read_deletion_vectors`: files
+read once, each DV verified against its descriptor), copied into one Puffin file under ``metadata/``
+(:class:`.puffin.PuffinWriter`; Delta's ``.bin`` files are never referenced, they are not Puffin files),
+and described by one position-delete ``data_file`` each: ``content`` 1, ``file_format`` ``PUFFIN``,
+``referenced_data_file``, ``content_offset``/``content_size_in_bytes`` of its blob, ``record_count`` its
+cardinality, the data file's partition. The snapshot producer (:mod:`.producers`) replaces the data
+file's previous DV with it and drops the DV of a removed data file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from icecompat_writer.deltalog.deletion_vectors import read_deletion_vectors
+
+from .avro import deletion_vector_record
+from .locations import uri
+from .producers import DeleteFile
+from .puffin import PuffinWriter
+from .schema import violation
+from .table import IcebergTable, NewFile, refuse
+
+__all__ = ["deletion_vector_files"]
+
+_FIX = (
+    "repair or restore the deletion vector file (`icecompat check TABLE` lists every one), or rewrite "
+    "the data file (REORG TABLE ... APPLY (PURGE))"
+)
+
+
+def deletion_vector_files(table: IcebergTable, files: Sequence[NewFile], version: int) -> list[DeleteFile]:
+    """The deletion vectors of ``files`` (one commit's new data files) as delete files, their bytes
+    written into one new Puffin file; none when no file has a DV. Refuses the commit, naming every data
+    file, when a DV cannot be read or disagrees with its log cardinality
+    (``ICEBERG-EMIT-DELETION-VECTOR-READ``)."""
+    with_dv = [f for f in files if f.deletion_vector is not None]
+    if not with_dv:
+        return []
+    read = read_deletion_vectors(
+        table.root, [(f.delta_path, f.deletion_vector) for f in with_dv if f.deletion_vector]
+    )
+    refuse(
+        [
+            violation(
+                "ICEBERG-EMIT-DELETION-VECTOR-READ",
+                "",
+                f"data file {p.data_path}: {p.message}",
+                _FIX,
+                observed=p.kind,
+            )
+            for p in read.problems
+        ],
+        f"at Delta version {version}",
+    )
+    puffin = PuffinWriter()
+    placed = []
+    for f in with_dv:
+        dv = read.vectors[f.delta_path]
+        placed.append((f, puffin.add_deletion_vector(f.path, dv.blob, dv.cardinality)))
+    path = table.writer.puffin_path()
+    size = puffin.write(path)
+    return [
+        DeleteFile(
+            deletion_vector_record(
+                puffin_path=uri(path),
+                puffin_size=size,
+                partition=f.data_file["partition"],
+                referenced_data_file=blob.referenced_data_file,
+                offset=blob.offset,
+                length=blob.length,
+                cardinality=blob.cardinality,
+            )
+        )
+        for f, blob in placed
+    ]

@@ -1,0 +1,408 @@
+"""One Iceberg table being brought up to date: typed metadata, live files, and the Delta state in force.
+
+:class:`IcebergTable` holds what every snapshot producer (:mod:`.producers`) works on: the table
+metadata (:class:`.metadata.TableMetadata`), the current snapshot's manifests and live files
+(:class:`.manifests.LiveFiles`), the run's manifest writer, and the Delta protocol/metadata of the
+version being converted (its converted schema, partition spec and statistics settings). It also turns a
+commit's Delta ``add`` actions into Iceberg ``data_file`` records (:meth:`new_files`), checking each
+file as it goes, and commits the metadata as the next ``v<N>.metadata.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from icecompat_writer import storage
+from icecompat_writer.checking.footers import read_object_footer
+from icecompat_writer.deltalog.actions import Metadata, Protocol
+from icecompat_writer.deltalog.files import DeletionVectorDescriptor
+from icecompat_writer.deltalog.paths import resolve_data_path
+from icecompat_writer.errors import CompatViolation, ConcurrentWriteError, TableReadError, Violation
+from icecompat_writer.storage import Location, ObjectPath
+
+from .avro import PartitionField, avro_name, data_file_record
+from .checks import rule_set_for, table_violations
+from .locations import data_path_outside, outside_violation, uri
+from .manifests import LiveFiles, ManifestWriter
+from .metadata import (
+    METADATA_DIR,
+    PROP_DELTA_TABLE_ID,
+    PROP_DELTA_VERSION,
+    PROP_NAME_MAPPING,
+    VERSION_HINT,
+    MetadataLogEntry,
+    SpecField,
+    TableMetadata,
+)
+from .schema import ConvertedSchema, violation
+from .values import (
+    DEFAULT_STRING_PREFIX_LENGTH,
+    PartitionValueError,
+    file_metrics,
+    parse_partition_value,
+    parse_stats,
+)
+
+__all__ = ["IcebergTable", "NewFile", "SnapshotInfo", "refusal_context", "refuse"]
+
+_MASK63 = (1 << 63) - 1
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    """One Iceberg snapshot written for one Delta version."""
+
+    delta_version: int
+    snapshot_id: int
+    sequence_number: int
+    operation: str
+    added_files: int
+    deleted_files: int
+
+
+@dataclass
+class NewFile:
+    """A data file to add: its ``data_file`` record plus the Delta row-tracking fields and, when its
+    ``add`` carries one, its deletion vector (with the path as the log writes it, to name it)."""
+
+    data_file: dict[str, Any]
+    base_row_id: int | None
+    row_commit_version: int | None
+    delta_path: str = ""
+    deletion_vector: DeletionVectorDescriptor | None = None
+
+    @property
+    def path(self) -> str:
+        return str(self.data_file["file_path"])
+
+
+def refuse(violations: Sequence[Violation], context: str) -> None:
+    if violations:
+        raise CompatViolation(violations, context)
+
+
+def refusal_context(version: int, metadata: Metadata) -> str:
+    """Where a refusal happened and which rules were applied (the reader needs both to act on it)."""
+    return f"at Delta version {version} ({rule_set_for(metadata).reason})"
+
+
+class IcebergTable:
+    """The table metadata document plus everything a snapshot producer needs to add a snapshot."""
+
+    def __init__(self, root: Location, metadata: TableMetadata, delta_table_id: str) -> None:
+        self.root = root
+        self.real_root = os.path.realpath(root) if isinstance(root, Path) else root.uri
+        self.root_uri = uri(root)
+        self.real_dirs: dict[str, str] = {}  # directories resolved once per run (data_path_outside)
+        self.checked_inside: frozenset[str] = frozenset()  # Delta paths this run's gate found inside
+        self.meta_dir = root / METADATA_DIR
+        self.fv = metadata.format_version
+        self.metadata = metadata
+        self.delta_table_id = delta_table_id
+        self.writer = ManifestWriter(root, self.meta_dir, self.fv)
+        self.files = LiveFiles(root, self.fv, self.partition_fields)
+        self.new_snapshots: list[SnapshotInfo] = []
+        self.schema: ConvertedSchema | None = None
+        self.schema_id = -1
+        self.spec_id = 0
+        self.string_prefix = DEFAULT_STRING_PREFIX_LENGTH
+        self.delta_metadata: Metadata | None = None
+        self.protocol: Protocol | None = None
+
+    # -- table-level state ---------------------------------------------------------------------
+
+    @classmethod
+    def fresh(cls, root: Location, format_version: int, metadata: Metadata) -> IcebergTable:
+        """An empty v2/v3 table; the Delta table id doubles as the Iceberg table uuid."""
+        table_uuid = metadata.id
+        try:
+            table_uuid = str(uuid.UUID(table_uuid))
+        except ValueError:
+            table_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"delta:{metadata.id}"))
+        return cls(root, TableMetadata.new(format_version, table_uuid, uri(root)), metadata.id)
+
+    def set_delta_state(self, protocol: Protocol, metadata: Metadata, version: int) -> None:
+        """Adopt the Delta protocol/metadata in force at ``version``; refuses a non-convertible one."""
+        converted, violations = table_violations(protocol, metadata, self.fv)
+        refuse(violations, refusal_context(version, metadata))
+        assert converted is not None  # no violation means the schema was converted
+        self.protocol, self.delta_metadata, self.schema = protocol, metadata, converted
+        self.schema_id = self._schema_id_for(converted)
+        self.spec_id = self._spec_id_for(metadata.partition_columns, converted)
+        try:
+            self.string_prefix = int(
+                metadata.configuration.get(
+                    "delta.dataSkippingStringPrefixLength", DEFAULT_STRING_PREFIX_LENGTH
+                )
+            )
+        except ValueError:
+            self.string_prefix = DEFAULT_STRING_PREFIX_LENGTH
+        meta = self.metadata
+        meta.current_schema_id = self.schema_id
+        meta.default_spec_id = self.spec_id
+        try:
+            max_column_id = int(metadata.configuration.get("delta.columnMapping.maxColumnId", 0))
+        except ValueError:
+            max_column_id = 0
+        meta.last_column_id = max(meta.last_column_id, converted.max_id, max_column_id)
+        meta.properties[PROP_NAME_MAPPING] = json.dumps(converted.name_mapping, separators=(",", ":"))
+
+    def _schema_id_for(self, converted: ConvertedSchema) -> int:
+        for s in self.metadata.schemas:
+            if converted.same_as(s.json):
+                return s.schema_id
+        new_id = max((s.schema_id for s in self.metadata.schemas), default=-1) + 1
+        return self.metadata.add_schema(converted.to_json(new_id))
+
+    def _spec_id_for(self, partition_columns: Sequence[str], converted: ConvertedSchema) -> int:
+        wanted = [(converted.top[name].field_id, name) for name in partition_columns]
+        specs = self.metadata.partition_specs
+        for spec in specs:
+            have = [(f.source_id, f.name) for f in spec.fields]
+            if have == wanted and all(f.transform == "identity" for f in spec.fields):
+                return spec.spec_id
+        # Partition field ids are reused for an equivalent field of any earlier spec (spec rule).
+        known = {
+            (f.source_id, f.name): f.field_id
+            for spec in specs
+            for f in spec.fields
+            if f.transform == "identity"
+        }
+        last = self.metadata.last_partition_id
+        fields = []
+        for source_id, name in wanted:
+            fid = known.get((source_id, name))
+            if fid is None:
+                last += 1
+                fid = last
+            fields.append(SpecField(name, "identity", source_id, fid))
+        self.metadata.last_partition_id = max(last, self.metadata.last_partition_id)
+        return self.metadata.add_spec(tuple(fields))
+
+    def partition_fields(self, spec_id: int) -> list[PartitionField]:
+        """The spec's fields with result types from the current schema (types may have been widened)."""
+        assert self.schema is not None
+        out = []
+        for f in self.metadata.spec(spec_id).fields:
+            prim = self.schema.primitives.get(f.source_id)
+            if prim is None:
+                raise TableReadError(f"partition source column {f.source_id} is no longer in the schema")
+            out.append(PartitionField(f.field_id, f.name, prim.iceberg_type))
+        return out
+
+    def current_schema_json(self) -> dict[str, Any]:
+        """The current schema as recorded, which every new manifest embeds in its Avro metadata."""
+        try:
+            return self.metadata.schema(self.schema_id).to_json()
+        except TableReadError:
+            raise TableReadError("current schema missing") from None
+
+    def resume(self) -> None:
+        """Take the current snapshot's manifests as the live files (their entries are read on demand)."""
+        snap = self.metadata.current_snapshot()
+        if snap is None:
+            return
+        s = snap.summary
+        keys = (
+            "total-data-files",
+            "total-records",
+            "total-files-size",
+            "total-delete-files",
+            "total-position-deletes",
+        )
+        known = all(s.get(k, "").isdigit() for k in keys)
+        totals = tuple(int(s[k]) for k in keys) if known else (0, 0, 0, 0, 0)
+        self.files = LiveFiles.read(self.root, self.fv, self.partition_fields, snap.manifest_list, totals)  # type: ignore[arg-type]
+        if not known:
+            self.files.index()  # totals unknown: count them from the manifests
+
+    # -- data files ------------------------------------------------------------------------------
+
+    def file_uri(self, delta_path: str) -> str:
+        """Iceberg's fully qualified location for a Delta path (relative paths are URI-encoded in the log)."""
+        if isinstance(self.root, ObjectPath):
+            target = resolve_data_path(self.root, delta_path)  # inside the root: checked before
+            if target is None:
+                raise TableReadError(f"data file {delta_path} resolves outside the table root")
+            return storage.iceberg_uri(target)
+        parts = urlsplit(delta_path)
+        if parts.scheme and len(parts.scheme) > 1:
+            if parts.scheme == "file":
+                return "file://" + unquote(parts.path)
+            return delta_path
+        decoded = unquote(delta_path)
+        if decoded.startswith("/"):
+            return "file://" + os.path.normpath(decoded)
+        return self.root_uri + "/" + decoded
+
+    def _record_count(self, add: Mapping[str, Any], stats: Mapping[str, Any] | None) -> int | None:
+        """``numRecords``, else the Parquet footer's row count (Iceberg requires a record count)."""
+        value = (stats or {}).get("numRecords")
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        local_path = resolve_data_path(self.root, str(add["path"]))
+        if local_path is None or data_path_outside(self.root, self.real_root, str(add["path"])) is not None:
+            return None
+        if isinstance(local_path, ObjectPath):
+            try:
+                return read_object_footer(local_path)[0].num_rows
+            except TableReadError:
+                return None
+        try:
+            import pyarrow.parquet as pq
+
+            return int(pq.read_metadata(storage.parquet_source(local_path)).num_rows)
+        except (OSError, ValueError):
+            return None
+
+    def new_files(self, adds: Sequence[Mapping[str, Any]], version: int) -> list[NewFile]:
+        """``data_file`` records for one commit's adds; every problem of the commit is refused together."""
+        assert self.schema is not None
+        problems: list[Violation] = []
+        fields = self.partition_fields(self.spec_id)
+        spec_fields = self.metadata.spec(self.spec_id).fields
+        columns = {c.field_id: c for c in self.schema.top.values()}
+        out: list[NewFile] = []
+        for add in adds:
+            path = str(add["path"])
+            outside = (
+                None
+                if path in self.checked_inside
+                else data_path_outside(self.root, self.real_root, path, self.real_dirs)
+            )
+            if outside is not None:
+                problems.append(outside_violation(path, outside))
+                continue
+            dv_json = add.get("deletionVector")
+            if dv_json and self.fv < 3:
+                problems.append(
+                    violation(
+                        "ICEBERG-EMIT-DELETION-VECTORS",
+                        "",
+                        f"data file {path} has a deletion vector and Iceberg format v2 has none: Iceberg "
+                        "would return the rows it deletes",
+                        "emit Iceberg format 3, or purge deletion vectors (REORG TABLE ... APPLY (PURGE)) "
+                        "and disable them",
+                        observed="deletionVector present",
+                        expected="none",
+                    )
+                )
+                continue
+            stats = parse_stats(add.get("stats"))
+            records = self._record_count(add, stats)
+            if records is None:
+                problems.append(
+                    violation(
+                        "ICEBERG-EMIT-NUM-RECORDS",
+                        "",
+                        f"data file {path} has no numRecords statistic and its footer cannot be read",
+                        "recompute statistics for the table (IcebergCompat requires numRecords)",
+                    )
+                )
+                continue
+            pv = add.get("partitionValues") or {}
+            partition: dict[str, Any] = {}
+            by_source: dict[int, Any] = {}
+            for pf, sf in zip(fields, spec_fields, strict=True):
+                col = columns[sf.source_id]
+                text = pv.get(col.physical_name, pv.get(col.name))
+                try:
+                    raw = parse_partition_value(text, pf.result_type)
+                except PartitionValueError as err:
+                    problems.append(
+                        violation(
+                            "ICEBERG-EMIT-PARTITION-VALUE",
+                            col.name,
+                            f"partition value of {path} cannot be converted: {err}",
+                            "rewrite the file's partition with a writer that records UTC ISO-8601 values",
+                            observed=text,
+                        )
+                    )
+                    raw = None
+                partition[avro_name(pf.name)] = raw
+                by_source[col.field_id] = raw
+            base = add.get("baseRowId")
+            if self.fv >= 3 and base is None:
+                problems.append(
+                    violation(
+                        "ICEBERG-EMIT-ROW-LINEAGE",
+                        "",
+                        f"data file {path} has no baseRowId, so its Iceberg row ids cannot match Delta's",
+                        "enable row tracking and backfill it, or emit Iceberg format 2",
+                        observed="baseRowId absent",
+                    )
+                )
+            metrics = file_metrics(stats, self.schema, records, by_source, self.string_prefix)
+            df = data_file_record(
+                file_path=self.file_uri(path),
+                partition=partition,
+                record_count=records,
+                file_size=int(add.get("size") or 0),
+                value_counts=metrics.value_counts,
+                null_value_counts=metrics.null_value_counts,
+                lower_bounds=metrics.lower_bounds,
+                upper_bounds=metrics.upper_bounds,
+            )
+            drcv = add.get("defaultRowCommitVersion")
+            out.append(
+                NewFile(
+                    df,
+                    None if base is None else int(base),
+                    None if drcv is None else int(drcv),
+                    path,
+                    DeletionVectorDescriptor.from_json(dv_json) if dv_json else None,
+                )
+            )
+        refuse(problems, f"at Delta version {version}")
+        return out
+
+    # -- snapshots -------------------------------------------------------------------------------
+
+    def snapshot_id_for(self, version: int) -> int:
+        """A positive 63-bit id derived from (table, version): re-converting gives the same ids."""
+        taken = set(self.metadata.snapshot_ids())
+        digest = hashlib.sha256(f"{self.metadata.table_uuid}/{version}".encode()).digest()
+        sid = int.from_bytes(digest[:8], "big") & _MASK63
+        while sid == 0 or sid in taken:
+            sid = (sid + 1) & _MASK63
+        return sid
+
+    def record_delta_version(self, version: int) -> None:
+        self.metadata.properties[PROP_DELTA_VERSION] = str(version)
+        self.metadata.properties[PROP_DELTA_TABLE_ID] = self.delta_table_id
+
+    # -- commit ----------------------------------------------------------------------------------
+
+    def commit(self, previous: tuple[int, Location] | None) -> tuple[int, Location]:
+        """Write ``v<N+1>.metadata.json`` (create-if-absent) and the version hint.
+
+        The create fails when the name exists, on every store (a local ``link``, S3
+        ``If-None-Match: *``, GCS ``ifGenerationMatch=0``, Azure ``If-None-Match: *``): of two runs
+        racing for one version exactly one commits, the other raises ConcurrentWriteError.
+        """
+        meta = self.metadata
+        version = 1 if previous is None else previous[0] + 1
+        now = int(time.time() * 1000)
+        if previous is not None:
+            meta.metadata_log.append(MetadataLogEntry(uri(previous[1]), meta.last_updated_ms))
+        meta.last_updated_ms = max(now, meta.last_snapshot_ms, meta.last_updated_ms)
+        target = self.meta_dir / f"v{version}.metadata.json"
+        if not storage.create_if_absent(target, json.dumps(meta.to_json(), indent=2).encode("utf-8")):
+            raise ConcurrentWriteError(
+                f"{target} appeared while converting: another conversion committed first; run it again"
+            )
+        storage.write_bytes(self.meta_dir / VERSION_HINT, str(version).encode("utf-8"))
+        return version, target
+
+    def discard(self) -> None:
+        """Remove the Avro files of a run that did not commit (they are referenced by nothing)."""
+        self.writer.discard()

@@ -1,0 +1,287 @@
+"""The gate before any Iceberg metadata is written, and the record that lets the next run check less.
+
+A conversion is allowed only for a Delta version that is compliant with the rules it is held to
+(:func:`.checks.table_violations`: the catalog's rules for its profile plus the emitter's own), live data
+files included: their footers are read (field ids, INT64 timestamps, materialised partition columns,
+row count) exactly as ``icecompat check`` reads them.
+
+**Full verification** (:func:`verify_full`) reads every live file's footer. It runs for a first
+conversion, and whenever the record below cannot be trusted.
+
+**Incremental verification** (:func:`verify_since`) relies on a record the previous run wrote into the
+table properties of its ``v<N>.metadata.json``, next to what it converted:
+
+- ``icecompat.verified-version``: the Delta version whose live files were all verified;
+- ``icecompat.verified-rules``: the rule set they were verified under and the Iceberg format version
+  (``<profile>/v<format>``);
+- ``icecompat.verified-files``: how many live data files that version has.
+
+A later run then reads only what the new Delta commits add: their actions, and the footers of the files
+they add that are still live at the new version. The files verified before are not re-read: their
+``add`` actions are unchanged (a re-added file is in a new commit, so it is checked again) and they were
+verified under the same protocol, metadata and rules. The record is used only when it is consistent with
+the metadata it travels in, else the full check runs: it must name the Delta version the metadata
+holds (``icecompat.delta-version``), its file count must equal the current snapshot's
+``total-data-files``, the rule set and format version must be those the table is held to now, and no
+new commit may change the protocol or the metadata (a new schema or new properties can change what
+old files must satisfy). A run that verified everything writes a fresh record.
+
+The record is what this table's own Iceberg metadata says about itself: whoever can rewrite
+``metadata/`` can also replace the data files or the metadata, so it is trusted as far as the
+metadata itself is. What it cannot hide is a mismatch with the metadata (above), which falls back to
+the full check.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from icecompat_writer import storage
+from icecompat_writer.checking.footers import file_facts
+from icecompat_writer.deltalog import Snapshot, read_snapshot
+from icecompat_writer.deltalog.actions import Metadata, Protocol
+from icecompat_writer.deltalog.files import AddFile
+from icecompat_writer.errors import Violation
+from icecompat_writer.facts import DataFileFacts
+from icecompat_writer.storage import Location, ObjectPath
+
+from . import _delta
+from .checks import rule_set_for, table_violations
+from .locations import data_path_outside, outside_violation
+from .metadata import PROP_DELTA_VERSION, TableMetadata
+from .table import refusal_context, refuse
+
+__all__ = [
+    "PROP_VERIFIED_FILES",
+    "PROP_VERIFIED_RULES",
+    "PROP_VERIFIED_VERSION",
+    "Verified",
+    "record_problem",
+    "rules_key",
+    "verify_full",
+    "verify_since",
+    "write_record",
+]
+
+PROP_VERIFIED_VERSION = "icecompat.verified-version"
+PROP_VERIFIED_RULES = "icecompat.verified-rules"
+PROP_VERIFIED_FILES = "icecompat.verified-files"
+
+
+@dataclass(frozen=True)
+class Verified:
+    """What a gate established about Delta ``version``.
+
+    ``protocol``/``metadata`` are those in force at ``version``; ``files`` its number of live data
+    files; ``footers_read`` how many footers this gate opened; ``full`` whether every live file was
+    checked (else only the new ones, ``reason`` empty); ``reason`` why a full check ran.
+    ``new_paths`` is True when the new commits provably add only paths that were not live before
+    (then an append needs no look at the existing manifests).
+    """
+
+    version: int
+    protocol: Protocol
+    metadata: Metadata
+    rules: str
+    files: int
+    footers_read: int
+    full: bool
+    reason: str = ""
+    new_paths: bool = False
+    inside: frozenset[str] = frozenset()  # Delta paths this gate found inside the table root
+
+
+def rules_key(metadata: Metadata, format_version: int) -> str:
+    """The rule set a version is held to and the Iceberg format, as the record names them."""
+    return f"{rule_set_for(metadata).profile.name}/v{format_version}"
+
+
+def write_record(meta: TableMetadata, verified: Verified) -> None:
+    """Record in the table properties what was verified (written with the metadata it describes)."""
+    meta.properties[PROP_VERIFIED_VERSION] = str(verified.version)
+    meta.properties[PROP_VERIFIED_RULES] = verified.rules
+    meta.properties[PROP_VERIFIED_FILES] = str(verified.files)
+
+
+def record_problem(meta: TableMetadata) -> str | None:
+    """Why the record in ``meta`` cannot be used (None: it is consistent with the metadata)."""
+    props = meta.properties
+    raw = {k: props.get(k) for k in (PROP_VERIFIED_VERSION, PROP_VERIFIED_RULES, PROP_VERIFIED_FILES)}
+    missing = [k for k, v in raw.items() if v is None]
+    if missing:
+        return f"no verification record ({', '.join(missing)} missing)"
+    version, files = str(raw[PROP_VERIFIED_VERSION]), str(raw[PROP_VERIFIED_FILES])
+    if not version.isdigit() or not files.isdigit():
+        return "the verification record is malformed"
+    if version != props.get(PROP_DELTA_VERSION):
+        return (
+            f"the verification record names Delta version {version}, the metadata holds "
+            f"{props.get(PROP_DELTA_VERSION)}"
+        )
+    snap = meta.current_snapshot()
+    total = None if snap is None else snap.summary.get("total-data-files")
+    if total != files:
+        return f"the verification record counts {files} live files, the current snapshot {total}"
+    return None
+
+
+def _check(
+    root: Location,
+    version: int,
+    protocol: Protocol,
+    metadata: Metadata,
+    format_version: int,
+    adds: Sequence[AddFile],
+    facts: list[DataFileFacts],
+    inside: set[str],
+) -> int:
+    """Facts of ``adds`` (footers read unless the path leaves the root) added to ``facts``, then the
+    rules; refuses with every problem. Paths found inside the root go into ``inside``. Returns the
+    number of footers read."""
+    real_root = os.path.realpath(root) if isinstance(root, Path) else ""
+    outside: list[Violation] = []
+    read = 0
+    real_dirs: dict[str, str] = {}
+    reasons = [data_path_outside(root, real_root, add.path, real_dirs) for add in adds]
+    for add, reason in zip(adds, reasons, strict=True):
+        if reason is not None:
+            outside.append(outside_violation(add.path, reason))
+        else:
+            inside.add(add.path)
+    # Footers are read in a bounded pool (file reads and pyarrow's decoding run outside the GIL), in order.
+    facts.extend(
+        storage.map_bounded(
+            lambda pair: file_facts(root, pair[0], read_footer=pair[1] is None),
+            list(zip(adds, reasons, strict=True)),
+        )
+    )
+    read = sum(1 for r in reasons if r is None)
+    _, problems = table_violations(protocol, metadata, format_version, facts)
+    refuse([*outside, *problems], refusal_context(version, metadata))
+    return read
+
+
+def verify_full(
+    root: Location,
+    version: int,
+    format_version: int,
+    reason: str = "first conversion",
+    snap: Snapshot | None = None,
+) -> Verified:
+    """Every live data file of ``version`` checked (footers read), with the table's rules.
+
+    ``snap``: the snapshot of ``version`` when the caller has read it already."""
+    if snap is None or snap.version != version:
+        snap = read_snapshot(root, version)
+    facts: list[DataFileFacts] = []
+    inside: set[str] = set()
+    read = 0
+    if isinstance(snap.table_root, ObjectPath):
+        # one listing of the table, then one ranged read per footer in a bounded pool (the checker's path)
+        from icecompat_writer.checking.check import snapshot_facts
+
+        facts = list(snapshot_facts(snap, files="all", every_file=True).facts)
+        read = len(facts)
+        real_root = ""
+        outside = [
+            outside_violation(a.path, r)
+            for a in snap.add_files
+            if (r := data_path_outside(snap.table_root, real_root, a.path)) is not None
+        ]
+        _, problems = table_violations(snap.protocol, snap.metadata, format_version, facts)
+        refuse([*outside, *problems], refusal_context(version, snap.metadata))
+    else:
+        read = _check(
+            snap.table_root,
+            version,
+            snap.protocol,
+            snap.metadata,
+            format_version,
+            snap.add_files,
+            facts,
+            inside,
+        )
+    return Verified(
+        version,
+        snap.protocol,
+        snap.metadata,
+        rules_key(snap.metadata, format_version),
+        len(snap.files),
+        read,
+        True,
+        reason,
+        inside=frozenset(inside),
+    )
+
+
+def verify_since(
+    root: Location,
+    meta: TableMetadata,
+    commits: Sequence[_delta.Commit],
+    version: int,
+    format_version: int,
+    snap: Snapshot | None = None,
+) -> Verified:
+    """Verify ``version`` reading only what ``commits`` (every commit after the recorded one) add.
+
+    Falls back to :func:`verify_full` (and says why in ``reason``) when the record is missing or
+    inconsistent, the rules changed, or a commit changes the protocol or metadata.
+    """
+    problem = record_problem(meta)
+    if problem is None and any(c.changes_table for c in commits):
+        problem = "a new commit changes the protocol or the table metadata"
+    if problem is not None:
+        return verify_full(root, version, format_version, problem, snap)
+    if snap is None or snap.version != version:
+        snap = read_snapshot(root, version)
+    key = rules_key(snap.metadata, format_version)
+    if key != meta.properties.get(PROP_VERIFIED_RULES):
+        return verify_full(
+            root,
+            version,
+            format_version,
+            f"verified under {meta.properties.get(PROP_VERIFIED_RULES)}, held to {key} now",
+            snap,
+        )
+    # The files the new commits add that are still live at ``version`` (in commit order).
+    added: dict[str, Mapping[str, object]] = {}
+    removes = 0
+    for c in commits:
+        for kind, obj in c.actions:
+            if kind == "add":
+                added[str(obj["path"])] = obj
+            elif kind == "remove":
+                removes += 1
+                added.pop(str(obj["path"]), None)
+    n_adds = sum(1 for c in commits for k, _ in c.actions if k == "add")
+    facts: list[DataFileFacts] = []
+    inside: set[str] = set()
+    read = _check(
+        snap.table_root,
+        version,
+        snap.protocol,
+        snap.metadata,
+        format_version,
+        [AddFile.from_json(a) for a in added.values()],
+        facts,
+        inside,
+    )
+    before = int(meta.properties[PROP_VERIFIED_FILES])
+    # Without removes and with distinct paths, the live set grew by exactly the added paths unless one
+    # of them was live already: then the count at ``version`` would be smaller.
+    new_paths = removes == 0 and n_adds == len(added) and before + len(added) == len(snap.files)
+    return Verified(
+        version,
+        snap.protocol,
+        snap.metadata,
+        key,
+        len(snap.files),
+        read,
+        False,
+        "",
+        new_paths,
+        frozenset(inside),
+    )
