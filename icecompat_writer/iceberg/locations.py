@@ -116,7 +116,7 @@ def owned(root: Location, path: Location, what: str) -> Location:
                 )
             ]
         )
-    assert isinstance(path, Path) and isinstance(meta_dir, Path)
+    assert isinstance(path, Path) and isinstance(meta_dir, Path) and isinstance(root, Path)
     meta_real = os.path.realpath(meta_dir)
     real = os.path.realpath(path)
     if not inside(meta_real, os.path.realpath(root)):

@@ -145,6 +145,15 @@ def summaries(entries: Iterable[Entry], fields: Sequence[PartitionField]) -> lis
     return out
 
 
+def _sequence(value: Any, inherit: bool, m: Manifest) -> int:
+    """An entry's sequence number: its own, else (only where the spec lets it inherit) its manifest's."""
+    if value is not None:
+        return int(value)
+    if inherit:
+        return int(m.record["sequence_number"])
+    raise ValueError(f"manifest {m.uri}: an entry that is not new has no sequence number")
+
+
 def read_entries(
     root: Location, m: Manifest, partition_fields: PartitionFieldsOf, format_version: int
 ) -> list[Entry]:
@@ -174,10 +183,8 @@ def read_entries(
                 snapshot_id=int(
                     r["snapshot_id"] if r.get("snapshot_id") is not None else m.record["added_snapshot_id"]
                 ),
-                sequence_number=int(seq if seq is not None or not inherit else m.record["sequence_number"]),
-                file_sequence_number=int(
-                    fseq if fseq is not None or not inherit else m.record["sequence_number"]
-                ),
+                sequence_number=_sequence(seq, inherit, m),
+                file_sequence_number=_sequence(fseq, inherit, m),
                 data_file=df,
             )
         )
