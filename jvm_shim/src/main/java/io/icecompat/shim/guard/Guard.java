@@ -297,6 +297,7 @@ public final class Guard {
     req.put("opted_out", optedOut);
     ArrayNode lines = req.putArray("actions");
     actions.forEach(lines::add);
+    CommandIntent.attach(req, spark);
     boolean local = CommitFacts.readLocally(root);
     if (!local) {
       CommitFacts.supply(req, spark, root, version, actions, hadoopConf);
