@@ -140,7 +140,11 @@ class GuardedTable(RuleBasedStateMachine):
         self.configuration = dict(meta.get("configuration") or {})
 
     def _step(self, kind: str, fn: Callable[[], Any]) -> None:
-        """Run one step: it lands compliant, or it is refused and leaves the table as it was."""
+        """Run one step: it lands compliant, or it is refused and leaves the table as it was.
+
+        Past the run's deadline steps are skipped, so the sequence ends at once."""
+        if time.monotonic() > self.deadline:
+            return
         with _timed("hash"):
             before = tree_state(self.root)
         try:
@@ -307,6 +311,8 @@ class GuardedTable(RuleBasedStateMachine):
     @rule(deep=st.booleans())
     def clone(self, deep: bool) -> None:
         """A clone into a fresh location: the source must stay as it is, the clone comply or not exist."""
+        if time.monotonic() > self.deadline:
+            return
         target = self.base / f"clone{next(_ids)}"
         kind = "DEEP CLONE" if deep else "SHALLOW CLONE"
         before = tree_state(self.root)
