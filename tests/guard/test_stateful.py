@@ -55,6 +55,8 @@ DECLARING = {
 }
 # Every outcome of the run, by step kind: landed / refused (printed, and published for the soak).
 COUNTS: collections.Counter[tuple[str, str]] = collections.Counter()
+# Landed steps that made at least one commit (a DELETE that matches no row commits nothing).
+COMMITTED: collections.Counter[str] = collections.Counter()
 # Why refused steps were refused: (kind, rule ids or delta-spark's error class).
 REASONS: collections.Counter[tuple[str, str]] = collections.Counter()
 # Steps after which delta-spark reads the table at once (properties, protocol, RESTORE); after the
@@ -147,6 +149,7 @@ class GuardedTable(RuleBasedStateMachine):
             return
         with _timed("hash"):
             before = tree_state(self.root)
+        commits = len(self._log())
         try:
             with _timed("step"):
                 fn()
@@ -161,6 +164,8 @@ class GuardedTable(RuleBasedStateMachine):
             return
         self._read_state()
         self._assert_compliant(kind, self.root, read=kind in READ_AFTER)
+        if len(self._log()) > commits:
+            COMMITTED[kind] += 1
         _count(kind, "landed")
 
     def _assert_compliant(self, kind: str, root: Path, read: bool = True) -> None:
@@ -242,9 +247,9 @@ class GuardedTable(RuleBasedStateMachine):
     def update(self) -> None:
         self._step("UPDATE", lambda: self.spark.sql(f"UPDATE {self.sql} SET id = id + 10 WHERE id % 2 = 0"))
 
-    @rule()
-    def delete(self) -> None:
-        self._step("DELETE", lambda: self.spark.sql(f"DELETE FROM {self.sql} WHERE id = 1"))
+    @rule(k=st.integers(0, 3))
+    def delete(self, k: int) -> None:
+        self._step("DELETE", lambda: self.spark.sql(f"DELETE FROM {self.sql} WHERE id % 4 = {k}"))
 
     @rule()
     def merge(self) -> None:
@@ -328,6 +333,7 @@ class GuardedTable(RuleBasedStateMachine):
             outcome = "refused"
         else:
             self._assert_compliant(kind, target)
+            COMMITTED[kind] += 1
             outcome = "landed"
         assert tree_state(self.root) == before, f"{kind} changed its source"
         _count(kind, outcome)
@@ -350,7 +356,7 @@ COVERAGE: tuple[tuple[str, dict[str, Any]], ...] = (
     ("dataframe_append", {"merge_schema": False}),
     ("dataframe_append", {"merge_schema": True}),
     ("update", {}),
-    ("delete", {}),
+    ("delete", {"k": 1}),
     ("merge", {}),
     ("add_column", {"kind": "int"}),
     ("add_column", {"kind": "tinyint"}),
@@ -395,6 +401,7 @@ def _count(kind: str, outcome: str) -> None:
 def _write_counts(path: Path) -> None:
     data = {
         "counts": {f"{k} | {o}": n for (k, o), n in sorted(COUNTS.items())},
+        "committed": dict(sorted(COMMITTED.items())),
         "refused_by": {f"{k} | {r}": n for (k, r), n in sorted(REASONS.items())},
         "failures": FAILURES,
         "seconds": {k: round(v, 1) for k, v in sorted(SPENT.items())},
@@ -463,6 +470,7 @@ def _report(label: str, started: float) -> str:
         f"{refused} refused untouched, {len(FAILURES)} failures, {time.monotonic() - started:.0f} s"
     ]
     lines += [f"  {kind}: {outcome} {n}" for (kind, outcome), n in sorted(COUNTS.items())]
+    lines += [f"  committed {kind}: {n}" for kind, n in sorted(COMMITTED.items())]
     lines += [f"  refused {kind}: {why} {n}" for (kind, why), n in sorted(REASONS.items())]
     lines.append("  seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(SPENT.items())))
     text = "\n".join(lines)
@@ -472,6 +480,7 @@ def _report(label: str, started: float) -> str:
 
 def _start(tmp_path: Path) -> float:
     COUNTS.clear()
+    COMMITTED.clear()
     REASONS.clear()
     SPENT.clear()
     FAILURES.clear()
