@@ -35,6 +35,7 @@ FIXED_TARGET = 1.3  # at 1 row
 PER_ROW_TARGET = 1.05  # at 10,000,000 rows
 PER_ROW_AT = 10_000_000
 WARMUP_UP_TO_ROWS = 1_000_000
+SMALL_RUNS = 9  # timed rounds of the cells up to WARMUP_UP_TO_ROWS rows
 TASKS = 4
 
 
@@ -49,8 +50,15 @@ class GuardRow:
         return statistics.median(self.samples[arm])
 
     @property
+    def pair_ratios(self) -> list[float]:
+        """guarded / guard off of each round (the two runs of a round are adjacent in time)."""
+        return [g / u for g, u in zip(self.samples[GUARDED], self.samples[UNGUARDED], strict=True)]
+
+    @property
     def ratio(self) -> float:
-        return self.median(GUARDED) / self.median(UNGUARDED)
+        """The median of the rounds' ratios: a load that drifts during the run moves both runs of a
+        round alike, so the ratio of each round is steadier than the ratio of the medians."""
+        return statistics.median(self.pair_ratios)
 
 
 def _insert(spark: Any, table: Path, rows: int) -> float:
@@ -72,31 +80,55 @@ def _fresh_table(spark: Any, base: Path, name: str) -> Path:
     return table
 
 
+def _timed_insert(spark: Any, table: Path, rows: int, arm: str) -> float:
+    spark.conf.set(ENABLED_KEY, "true" if arm == GUARDED else "false")
+    try:
+        return _insert(spark, table, rows)
+    finally:
+        spark.conf.set(ENABLED_KEY, "true")
+
+
 def measure(
-    spark: Any, rows_list: list[int], runs: int, progress: Callable[[str], None] = lambda _: None
+    spark: Any,
+    rows_list: list[int],
+    runs: int,
+    progress: Callable[[str], None] = lambda _: None,
+    small_runs: int = SMALL_RUNS,
 ) -> list[GuardRow]:
-    """Both arms at every row count, ``runs`` timed rounds each (plus the warm-up round)."""
+    """Both arms at every row count: ``runs`` timed rounds each, or ``max(runs, small_runs)`` for
+    cells up to ``WARMUP_UP_TO_ROWS`` rows, which also get one untimed warm-up round.
+
+    Large cells write into fresh tables every round. Small cells, where one INSERT is mostly fixed
+    cost and a loaded machine's noise is as large as the guard's cost, keep one table per arm for
+    all their rounds (a 1-row INSERT into a table with a few more 1-row files costs the same), so
+    many rounds fit in the time one fresh table per round would take.
+    """
     previous = spark.conf.get(ENABLED_KEY, None)
     out = []
     try:
         for rows in rows_list:
             row = GuardRow(rows)
-            rounds = runs + (1 if rows <= WARMUP_UP_TO_ROWS else 0)
-            for r in range(rounds):
-                timed = r >= rounds - runs
-                order = (GUARDED, UNGUARDED) if r % 2 == 0 else (UNGUARDED, GUARDED)
-                for arm in order:
-                    with tempfile.TemporaryDirectory(prefix="bench_guard_") as tmp:
-                        table = _fresh_table(spark, Path(tmp), "t")
-                        spark.conf.set(ENABLED_KEY, "true" if arm == GUARDED else "false")
-                        elapsed = _insert(spark, table, rows)
-                        spark.conf.set(ENABLED_KEY, "true")
+            small = rows <= WARMUP_UP_TO_ROWS
+            timed_rounds = max(runs, small_runs) if small else runs
+            rounds = timed_rounds + (1 if small else 0)
+            with tempfile.TemporaryDirectory(prefix="bench_guard_") as tmp:
+                names = {arm: arm.replace(" ", "_") for arm in row.samples}
+                kept = {arm: _fresh_table(spark, Path(tmp), name) for arm, name in names.items() if small}
+                for r in range(rounds):
+                    timed = r >= rounds - timed_rounds
+                    order = (GUARDED, UNGUARDED) if r % 2 == 0 else (UNGUARDED, GUARDED)
+                    for arm in order:
+                        if small:
+                            elapsed = _timed_insert(spark, kept[arm], rows, arm)
+                        else:
+                            table = _fresh_table(spark, Path(tmp), f"r{r}_{names[arm]}")
+                            elapsed = _timed_insert(spark, table, rows, arm)
+                            shutil.rmtree(table, ignore_errors=True)
                         progress(
                             f"guard: {rows:,} rows, {arm}: {elapsed:.3f} s" + ("" if timed else " (warm-up)")
                         )
                         if timed:
                             row.samples[arm].append(elapsed)
-                        shutil.rmtree(table, ignore_errors=True)
             out.append(row)
     finally:
         if previous is None:
@@ -133,25 +165,29 @@ def targets(rows: list[GuardRow]) -> list[tuple[str, str, str, bool | None]]:
 
 def section(rows: list[GuardRow], runs: int) -> list[str]:
     """The markdown section of ``docs/benchmarks.md``."""
+    small = [r for r in rows if r.rows <= WARMUP_UP_TO_ROWS]
     lines = [
         "## The session guard: SQL INSERT, guarded vs guard off",
         "",
-        "`bench/bench_guard.py`: the same `INSERT INTO delta.`<t>` SELECT ... FROM range(n)` into a fresh "
+        "`bench/bench_guard.py`: the same `INSERT INTO delta.`<t>` SELECT ... FROM range(n)` into a "
         "`v3` table (made by `compat_write`, two seed rows) with the guard on (the default) and with "
-        f"`{ENABLED_KEY}=false`, arms alternating, {runs} timed run(s) per arm"
+        f"`{ENABLED_KEY}=false`, the two arms of a round run back to back, their order alternating "
+        "from round to round; ratio: the median of the rounds' ratios. "
         + (
-            ", one untimed warm-up round for cells up to 1,000,000 rows"
-            if any(r.rows <= WARMUP_UP_TO_ROWS for r in rows)
-            else ""
-        )
-        + ".",
+            f"Cells up to {WARMUP_UP_TO_ROWS:,} rows keep one table per arm and run one untimed warm-up "
+            "round; larger cells write into a fresh table every run."
+            if small
+            else "Every run writes into a fresh table."
+        ),
         "",
-        f"| rows | {GUARDED} | {UNGUARDED} | ratio |",
-        "| ---: | ---: | ---: | ---: |",
+        f"| rows | rounds | {GUARDED} (median) | {UNGUARDED} (median) | ratio | round ratios |",
+        "| ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for r in rows:
+        spread = ", ".join(f"{x:.2f}" for x in sorted(r.pair_ratios))
         lines.append(
-            f"| {r.rows:,} | {r.median(GUARDED):.3f} s | {r.median(UNGUARDED):.3f} s | {r.ratio:.3f}x |"
+            f"| {r.rows:,} | {len(r.pair_ratios)} | {r.median(GUARDED):.3f} s | {r.median(UNGUARDED):.3f} s "
+            f"| {r.ratio:.3f}x | {spread} |"
         )
     lines += ["", "| target | measured | goal | result |", "| --- | --- | --- | --- |"]
     for what, measured, goal, met in targets(rows):
@@ -164,8 +200,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--quick", action="store_true", help="1 and 100,000 rows, one run (about a minute)")
-    parser.add_argument("--runs", type=int, default=1, help="timed runs per arm and row count")
+    parser.add_argument(
+        "--quick", action="store_true", help="1 and 100,000 rows (about two minutes on an idle machine)"
+    )
+    parser.add_argument("--runs", type=int, default=1, help="timed rounds of the cells above 1,000,000 rows")
+    parser.add_argument(
+        "--small-runs", type=int, default=SMALL_RUNS, help="timed rounds of the cells up to 1,000,000 rows"
+    )
     args = parser.parse_args(argv)
     import icecompat_writer
 
@@ -173,7 +214,13 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     spark = icecompat_writer.session("icecompat-bench-guard")
     try:
-        rows = measure(spark, rows_list, args.runs, progress=lambda m: print(m, file=sys.stderr, flush=True))
+        rows = measure(
+            spark,
+            rows_list,
+            args.runs,
+            progress=lambda m: print(m, file=sys.stderr, flush=True),
+            small_runs=args.small_runs,
+        )
     finally:
         spark.stop()
     print("\n".join(section(rows, args.runs)))

@@ -341,6 +341,9 @@ def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:
         return out
 
     synced = {} if req.get("opted_out") else _sync_wanted(metadata.configuration)
+    pending = _declared_later(req, previous, metadata, delete)
+    if pending is not None:
+        return pending
     if profile is None:
         return {"ok": True, "profile": None, **synced}
     if req.get("opted_out"):
@@ -416,6 +419,57 @@ def _sync(req: Mapping[str, Any]) -> dict[str, Any]:
     if synced.error is not None:
         answer["warning"] = synced.error
     return answer
+
+
+def _declared_later(
+    req: Mapping[str, Any], previous: Any, metadata: Any, delete: Any
+) -> dict[str, Any] | None:
+    """A commit made before the metadata its command sets: judged by what that metadata will be.
+
+    delta-spark turns row tracking on in several commits (the protocol upgrade, the backfill that
+    gives every live file its row ids, then the metadata with the command's properties). When the
+    properties also declare a profile, only the last commit shows it, and refusing there would leave
+    the first ones landed. The JVM sends the running command's properties (``command_properties``):
+    a commit that does not yet carry them is refused when the command's metadata would be, with the
+    same violations, except the row ids the command's own backfill assigns.
+    """
+    asked = req.get("command_properties") or {}
+    if not asked or previous is None or req.get("opted_out"):
+        return None
+    if all(_same(metadata.configuration.get(k), v) for k, v in asked.items()):
+        return None  # the command's own metadata commit: plan_metadata judged it
+    answer = _plan_metadata(
+        {
+            "table": req.get("table"),
+            "profile": req.get("profile") or "",
+            "creating": False,
+            "table_exists": True,
+            "old_protocol": previous.protocol.to_json(),
+            "old_metadata": previous.metadata.to_json(),
+            "new_metadata": previous.metadata.with_configuration(
+                {**previous.metadata.configuration, **{str(k): str(v) for k, v in asked.items()}}
+            ).to_json(),
+        }
+    )
+    if answer.get("ok") or not answer.get("violations"):
+        return None
+    backfill = _same(asked.get("delta.enableRowTracking"), "true")
+    violations = [
+        Violation(**v)
+        for v in answer["violations"]
+        if not (backfill and v["rule"] == "ICV3-ROW-IDS-ASSIGNED")
+    ]
+    if not violations:
+        return None
+    context = (
+        f"in commit {req.get('version')} of {req.get('table')}, the first of a command that sets "
+        + ", ".join(sorted(str(k) for k in asked))
+    )
+    return _refusal(str(answer.get("profile")), violations, context, delete())
+
+
+def _same(value: Any, wanted: Any) -> bool:
+    return value is not None and str(value).strip().lower() == str(wanted).strip().lower()
 
 
 def _features_ahead(profile: str, protocol: Any, previous: Any) -> list[Violation]:

@@ -242,6 +242,53 @@ def test_row_tracking_on_a_writer_v1_table_is_refused_before_the_protocol_change
     assert_untouched(spark, root, before, 2)
 
 
+@pytest.mark.parametrize(
+    "properties",
+    [
+        {"delta.enableRowTracking": "true", "delta.enableIcebergCompatV3": "true"},
+        {"delta.enableIcebergCompatV3": "true", "delta.enableRowTracking": "true"},
+        {
+            "delta.enableRowTracking": "true",
+            "delta.enableIcebergCompatV3": "true",
+            "delta.enableIcebergWriterCompatV3": "true",
+        },
+    ],
+    ids=["row-tracking-then-v3", "v3-then-row-tracking", "writer-v3"],
+)
+def test_row_tracking_with_a_profile_on_a_plain_table_is_refused_before_the_protocol_changes(
+    spark: Any, tmp_path: Path, properties: dict[str, str]
+) -> None:
+    """Delta turns row tracking on in several commits (protocol, backfill, then the properties): a
+    profile its old files cannot meet is refused at the first, naming the fix."""
+    root = tmp_path / "t"
+    spark.range(3).selectExpr("id", "cast(id as string) s").write.format("delta").save(str(root))
+    before = tree_state(root)
+    pairs = ", ".join(f"'{k}'='{v}'" for k, v in properties.items())
+    err = refused(lambda: spark.sql(f"ALTER TABLE {sql_path(root)} SET TBLPROPERTIES ({pairs})"))
+    assert "icecompat upgrade" in str(err)
+    assert len(commits(root)) == 1, [list(a) for c in commits(root) for a in c]
+    assert tree_state(root) == before
+    report = check_table(root, files="all")  # still a plain table: it declares and is held to nothing
+    assert report.declared is None and report.profile is None, report.render_text()
+    assert "rowTracking" not in json.dumps(latest(root, "protocol"))
+    assert_readable(spark, root, 3)
+
+
+def test_row_tracking_with_v3_on_an_empty_plain_table_lands_compliant(spark: Any, tmp_path: Path) -> None:
+    """With no file to hold to the profile, the same command lands (the guard refuses only what the
+    files cannot meet)."""
+    root = tmp_path / "t"
+    spark.sql(f"CREATE TABLE {sql_path(root)} (id bigint, s string) USING delta")
+    spark.sql(
+        f"ALTER TABLE {sql_path(root)} SET TBLPROPERTIES "
+        "('delta.enableRowTracking'='true', 'delta.enableIcebergCompatV3'='true')"
+    )
+    spark.sql(f"INSERT INTO {sql_path(root)} VALUES (1, 'a'), (2, 'b')")
+    assert_compliant(root)
+    assert check_table(root, files="all").profile == "v3"
+    assert_readable(spark, root, 2)
+
+
 # 5. Shallow clones: refused (their files belong to another table)
 
 
@@ -253,7 +300,7 @@ def test_a_shallow_clone_of_a_profile_table_is_refused(spark: Any, tmp_path: Pat
     before = tree_state(root)
     err = refused(lambda: spark.sql(f"CREATE TABLE {sql_path(clone)} SHALLOW CLONE {sql_path(root)}"))
     assert "SHALLOW" in str(err).upper()
-    assert not clone.exists() or not list(clone.rglob("*.json"))
+    assert tree_state(clone) == {}  # no file and no directory (Delta makes _delta_log/_staged_commits)
     assert_untouched(spark, root, before, 2)
 
 
@@ -304,7 +351,7 @@ def test_sql_table_properties_in_config_namespaces_are_refused(spark: Any, tmp_p
         )
     )
     assert "DELTA-WRITE-CONFIG-PROPERTY" in err.rules
-    assert not (root / "_delta_log").exists() or not list((root / "_delta_log").glob("*.json"))
+    assert tree_state(root) == {}
     existing = tmp_path / "e"
     make_table(spark, existing, "v3")
     before = tree_state(existing)

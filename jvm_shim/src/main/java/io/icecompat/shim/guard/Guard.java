@@ -303,6 +303,7 @@ public final class Guard {
     req.put("opted_out", optedOut);
     ArrayNode lines = req.putArray("actions");
     actions.forEach(lines::add);
+    CommandIntent.attach(req, spark);
     boolean local = CommitFacts.readLocally(root);
     if (!local) {
       CommitFacts.supply(req, spark, root, version, actions, hadoopConf);
@@ -317,8 +318,8 @@ public final class Guard {
         own.addAll(CommitFacts.ownFiles(spark, root, version, res.path("delete")));
       }
       CommitFacts.deleteOwn(fs, root, own);
-      if (version == 0 && fs.exists(logDir) && fs.listStatus(logDir).length == 0) {
-        fs.delete(logDir, false); // the table whose first commit was refused never existed
+      if (version == 0) {
+        deleteEmptyLog(fs, logDir); // the table whose first commit was refused never existed
       }
       if (optedOut && res.has("profile") && !res.has("error")) {
         throw new GuardUnavailableException(optedOutRefusal(res.path("profile").asText(), root.toString()));
@@ -396,6 +397,23 @@ public final class Guard {
       }
     }
     return JSON.writeValueAsString(out);
+  }
+
+  /**
+   * Removes a log directory that holds nothing but Delta's empty {@code _staged_commits} directory
+   * (delta-spark makes both before the first commit), and then nothing.
+   */
+  private static void deleteEmptyLog(FileSystem fs, Path logDir) throws IOException {
+    if (!fs.exists(logDir)) {
+      return;
+    }
+    Path staged = new Path(logDir, "_staged_commits");
+    if (fs.exists(staged) && fs.getFileStatus(staged).isDirectory() && fs.listStatus(staged).length == 0) {
+      fs.delete(staged, false);
+    }
+    if (fs.listStatus(logDir).length == 0) {
+      fs.delete(logDir, false);
+    }
   }
 
   /** The writer profile of the table this commit leaves: its own protocol/metadata, else the table's. */
