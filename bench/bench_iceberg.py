@@ -329,7 +329,8 @@ def sync_section(rows: list[SyncRow]) -> list[str]:
         f"the new commits and {COMMIT_FILES} footers), **{FULL_SYNC}** (the same after another "
         f"{COMMIT_FILES}-file commit, with the verification record removed from the metadata: every live "
         "footer read, as every run did before the record). The first conversion also converts the log's "
-        "three later commits (each removes one file, so the large manifest is rewritten three times) and "
+        "later commits (each removes one file, so the manifest holding the table's files is rewritten for "
+        "each) and "
         "the 10-file commits of earlier runs; pyiceberg adds the live files in one snapshot. Every arm "
         "ran once, untimed, on a 300-file table first.",
         "",

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from icecompat_writer.facts import ParquetField, ParquetFooter
 from icecompat_writer.rules.context import CM_MODE_KEY, MAX_COLUMN_ID_KEY, EvalContext, column_mapping_mode
 from icecompat_writer.rules.features import READER_WRITER_FEATURES
-from icecompat_writer.rules.footer import walk_footer
+from icecompat_writer.rules.footer import FooterNode, walk_footer
 from icecompat_writer.rules.literals import default_problem
 from icecompat_writer.rules.model import Finding, Rule, Scope, template_fields
 from icecompat_writer.rules.schema import (
@@ -595,15 +596,31 @@ def _partition_columns_materialized(ctx: EvalContext, rule: Rule) -> Iterator[Fi
                 )
 
 
+class _FooterNodes:
+    """The table schema paired with each data file's footer schema, computed once per distinct footer
+    schema tree: the files of a table are usually written with one schema, and pairing is the costly
+    part of the file rules on a large table (the nodes depend only on the schema and the tree)."""
+
+    def __init__(self, ctx: EvalContext) -> None:
+        self.model = ctx.schema.model if ctx.schema.model is not None else [f.raw for f in ctx.schema.top]
+        self.seen: dict[tuple[ParquetField, ...], list[FooterNode]] = {}
+
+    def of(self, footer: ParquetFooter) -> list[FooterNode]:
+        nodes = self.seen.get(footer.fields)
+        if nodes is None:
+            nodes = self.seen[footer.fields] = list(walk_footer(self.model, footer))
+        return nodes
+
+
 @kind("timestamps_int64", Scope.FILE, fields=("file",))
 def _timestamps_int64(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """Every ``timestamp``/``timestamp_ntz`` value present in a data file is stored as INT64 (not
     INT96)."""
-    model = ctx.schema.model if ctx.schema.model is not None else [f.raw for f in ctx.schema.top]
+    nodes = _FooterNodes(ctx)
     for f in ctx.files:
         if f.footer is None:
             continue
-        for node in walk_footer(model, f.footer):
+        for node in nodes.of(f.footer):
             if (
                 type_category(node.type) in ("timestamp", "timestamp_ntz")
                 and node.node.physical_type != "INT64"
@@ -617,11 +634,11 @@ def _timestamps_int64(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
 def _parquet_field_ids(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """Every schema node present in a data file (columns, nested fields, array elements, map keys and
     values) carries the Parquet field id the column mapping metadata assigns it."""
-    model = ctx.schema.model if ctx.schema.model is not None else [f.raw for f in ctx.schema.top]
+    nodes = _FooterNodes(ctx)
     for f in ctx.files:
         if f.footer is None:
             continue
-        for node in walk_footer(model, f.footer):
+        for node in nodes.of(f.footer):
             if node.expected_id is not None and node.node.field_id != node.expected_id:
                 yield _f(
                     node.path,

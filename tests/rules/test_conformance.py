@@ -714,6 +714,23 @@ CASES: list[Case] = [
         exp(v3=("ICV3-PARQUET-FIELD-IDS",), w1=("ICV2-PARQUET-FIELD-IDS",), w3=("ICV3-PARQUET-FIELD-IDS",)),
     ),
     Case(
+        "a good file, then one whose footer differs only by a field id: each footer is checked",
+        files(
+            lambda s: (
+                good_file(s.metadata),
+                good_file(
+                    s.metadata,
+                    footer=edit_footer(
+                        good_file(s.metadata).footer,
+                        [physical_of(s.metadata, "id")],
+                        lambda n: replace(n, field_id=999),
+                    ),
+                ),
+            )
+        ),
+        exp(v3=("ICV3-PARQUET-FIELD-IDS",), w1=("ICV2-PARQUET-FIELD-IDS",), w3=("ICV3-PARQUET-FIELD-IDS",)),
+    ),
+    Case(
         "field id missing on a top-level column",
         files(
             lambda s: (
