@@ -66,6 +66,7 @@ class Config:
     iceberg_sync_runs: int
     guard_rows: list[int]
     guard_runs: int
+    guard_small_runs: int = bench_guard.SMALL_RUNS
     storage_files: int = 2000
     dv_files: int = 10_000
     dv_runs: int = 1
@@ -101,10 +102,11 @@ QUICK = Config(
     footer_files=40,
     iceberg_sizes=[1_000],
     iceberg_runs=2,
-    iceberg_sync_sizes=[5_000],
+    iceberg_sync_sizes=[1_000],
     iceberg_sync_runs=1,
     guard_rows=[1, 100_000],
     guard_runs=1,
+    guard_small_runs=1,
     storage_files=100,
     dv_files=200,
 )
@@ -198,7 +200,9 @@ def run(
         ]
         dvs = bench_deletion_vectors.measure(cfg.dv_files, cfg.dv_runs, progress=say)
         stored = bench_storage.measure(cfg.storage_files, cfg.checker_runs, progress=say)
-        guard = bench_guard.measure(spark, cfg.guard_rows, cfg.guard_runs, progress=say)
+        guard = bench_guard.measure(
+            spark, cfg.guard_rows, cfg.guard_runs, small_runs=cfg.guard_small_runs, progress=say
+        )
         results = report.Results(
             quick=quick,
             machine=machine,
