@@ -218,19 +218,30 @@ class SnapshotProducer:
                 }
                 for f in files
             ]
-            out.append(
-                t.writer.write(
-                    entries,
-                    t.metadata.spec(spec_id),
-                    t.partition_fields(spec_id),
-                    t.current_schema_json(),
-                    snapshot_id=snapshot_id,
-                    sequence_number=seq,
-                    explicit=explicit,
-                    content=DELETES,
-                )
-            )
+            out.append(self._write(entries, spec_id, snapshot_id, seq, explicit, DELETES))
         return out
+
+    def _write(
+        self,
+        entries: list[Entry],
+        spec_id: int,
+        snapshot_id: int,
+        seq: int,
+        explicit: list[dict[str, Any]],
+        content: int,
+    ) -> Manifest:
+        """One manifest of ``spec_id``, its partition types and schema taken from the table as it is now."""
+        t = self.table
+        return t.writer.write(
+            entries,
+            t.metadata.spec(spec_id),
+            t.partition_fields(spec_id),
+            t.current_schema_json(),
+            snapshot_id=snapshot_id,
+            sequence_number=seq,
+            explicit=explicit,
+            content=content,
+        )
 
     def _rewrite(self, m: Manifest, removed: set[str], snapshot_id: int, seq: int) -> Manifest:
         """Copy a manifest with ``removed`` files marked DELETED and the rest EXISTING, all explicit."""
@@ -250,16 +261,7 @@ class SnapshotProducer:
                 )
             )
         spec_id = int(m.record["partition_spec_id"])
-        return t.writer.write(
-            entries,
-            t.metadata.spec(spec_id),
-            t.partition_fields(spec_id),
-            t.current_schema_json(),
-            snapshot_id=snapshot_id,
-            sequence_number=seq,
-            explicit=[e.explicit() for e in entries],
-            content=m.content,
-        )
+        return self._write(entries, spec_id, snapshot_id, seq, [e.explicit() for e in entries], m.content)
 
     def commit(self) -> SnapshotInfo:
         """Write this commit's snapshot and make it current."""

@@ -253,15 +253,15 @@ def verify_since(
         )
     # The files the new commits add that are still live at ``version`` (in commit order).
     added: dict[str, Mapping[str, object]] = {}
-    removes = 0
+    n_adds = removes = 0
     for c in commits:
         for kind, obj in c.actions:
             if kind == "add":
+                n_adds += 1
                 added[str(obj["path"])] = obj
             elif kind == "remove":
                 removes += 1
                 added.pop(str(obj["path"]), None)
-    n_adds = sum(1 for c in commits for k, _ in c.actions if k == "add")
     facts: list[DataFileFacts] = []
     inside: set[str] = set()
     read = _check(
