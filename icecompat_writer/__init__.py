@@ -6,9 +6,12 @@ and planner) never start a JVM or import pyspark.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
 from importlib import import_module
 from typing import Any
 
+from . import driver_settings
 from .errors import (
     CompatViolation,
     ConcurrentWriteError,
@@ -21,8 +24,7 @@ from .errors import (
     UpgradeRefused,
     Violation,
 )
-
-__version__ = "0.1.0"
+from .version import __version__
 
 # public name -> module that defines it (imported on first use)
 _LAZY: dict[str, str] = {
@@ -35,6 +37,7 @@ _LAZY: dict[str, str] = {
     "WriteResult": ".writing.api",
     "compat": ".writing.wrappers",
     "check_table": ".checking.check",
+    "guarded_syncs": ".jvm.bridge",
     "upgrade_table": ".upgrading.api",
     "UpgradeResult": ".upgrading.api",
 }
@@ -55,6 +58,41 @@ __all__ = [
     "unload_ipython_extension",
     *_LAZY,
 ]
+
+
+class _DriverSession:
+    """The storage layer's view of the driver's running Spark session (:mod:`.driver_settings`).
+
+    Asked only once pyspark was imported by someone else: the Spark adapter imports pyspark and py4j,
+    which a Spark-free process (the CLI, the checker) must never pay for.
+    """
+
+    def session_key(self) -> int:
+        if "pyspark" not in sys.modules:
+            return 0
+        from .jvm import bridge  # pyspark and py4j, already imported by the process
+
+        try:
+            spark = bridge.driver_session()
+        except Exception:  # a half-initialised pyspark: behave as without a session
+            return 0
+        return 0 if spark is None else id(spark)
+
+    def hadoop_values(self, keys: Sequence[str]) -> dict[str, str] | None:
+        if "pyspark" not in sys.modules:
+            return None
+        from .jvm import bridge  # pyspark and py4j, already imported by the process
+
+        try:
+            spark: Any = bridge.driver_session()
+        except Exception:  # a half-initialised pyspark: behave as without a session
+            return None
+        if spark is None:
+            return None
+        return bridge.hadoop_conf_values(spark, keys)
+
+
+driver_settings.install(_DriverSession())
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 __all__ = [
     "CompatViolation",
     "ConcurrentWriteError",
+    "IcebergSyncWarning",
     "IcecompatError",
     "JvmError",
     "SessionConfigError",
@@ -118,3 +119,7 @@ class CompatViolation(IcecompatError):
 class UpgradeRefused(CompatViolation):
     """``upgrade`` will not touch the table: the rewrite it needs would break the table's readers, or
     it cannot see all of the table. Each violation has an ``UPGRADE-*`` rule (``docs/upgrade.md``)."""
+
+
+class IcebergSyncWarning(UserWarning):
+    """A Delta commit stands but its Iceberg sync (metadata or catalog) failed; the next sync catches up."""

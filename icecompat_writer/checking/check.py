@@ -22,13 +22,17 @@ import json
 import os
 import random
 import stat
+import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow
+
 from icecompat_writer import storage
 from icecompat_writer.checking.footers import FooterReadError, read_footer, read_listed_footer
+from icecompat_writer.deltalog.deletion_vectors import CARDINALITY, read_deletion_vectors
 from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.deltalog.findings import FindingCode, LogFinding
 from icecompat_writer.deltalog.paths import resolve_data_path, resolve_data_path_text
@@ -36,10 +40,15 @@ from icecompat_writer.deltalog.readers import file_kind
 from icecompat_writer.deltalog.snapshot import Snapshot, read_snapshot
 from icecompat_writer.errors import IcecompatError, TableReadError, Violation
 from icecompat_writer.facts import DataFileFacts, ParquetFooter
+from icecompat_writer.perf import gc_paused
+from icecompat_writer.planning import PROFILES, get_profile, validate
+from icecompat_writer.rules.detection import WRITER_PROFILES, declared_profile, held_profile
+from icecompat_writer.rules.writes import check_properties
 from icecompat_writer.storage import ObjectPath
 
 __all__ = [
     "JSON_FORMAT",
+    "WRITER_PROFILES",
     "CheckFinding",
     "Report",
     "Severity",
@@ -55,13 +64,6 @@ __all__ = [
 
 JSON_FORMAT = "icecompat-check/1"
 """Identifies the shape of :meth:`Report.to_json`; bumped whenever a key changes meaning or goes away."""
-
-# table property -> the profile a table declares by setting it to true (most specific first)
-_DECLARING_PROPERTIES: tuple[tuple[str, str], ...] = (
-    ("delta.enableIcebergWriterCompatV3", "writer-v3"),
-    ("delta.enableIcebergWriterCompatV1", "writer-v1"),
-    ("delta.enableIcebergCompatV3", "v3"),
-)
 
 # Codes of the findings about data files (the log reader's codes are FindingCode values).
 MISSING_DATA_FILE = "missing_data_file"
@@ -137,52 +139,11 @@ class CheckFinding:
         }
 
 
-def declared_profile(configuration: Any) -> str | None:
-    """The profile a table declares through its properties, or None when it declares none.
-
-    Booleans are read as the rules read them (trimmed, case-insensitive), so the profile chosen here
-    is the one PROFILE-EXCLUSIVE considers declared.
-    """
-    for key, profile in _DECLARING_PROPERTIES:
-        if str(configuration.get(key, "")).strip().lower() == "true":
-            return profile
-    return None
-
-
-WRITER_PROFILES = frozenset({"writer-v1", "writer-v3"})
-# writer feature in the protocol -> the profile a table that lists it is held to (most specific first)
-_HOLDING_FEATURES: tuple[tuple[str, str], ...] = (
-    ("icebergWriterCompatV3", "writer-v3"),
-    ("icebergWriterCompatV1", "writer-v1"),
-)
-
-
-def held_profile(configuration: Any, protocol: Any) -> str | None:
-    """The profile a table is held to: the writer profile its properties declare, else the writer
-    profile of a writer-compat feature its protocol lists, else the profile its properties declare.
-
-    A protocol feature outlives the property that asked for it (Delta never drops a feature on a
-    property change), and delta-spark keeps enforcing nothing of it: a table whose property was set
-    to false still tells readers through its protocol that it is IcebergWriterCompat. Such a table
-    is checked against that profile, where the false property is itself a violation.
-    """
-    declared = declared_profile(configuration)
-    if declared in WRITER_PROFILES:
-        return declared
-    features = set(getattr(protocol, "writer_features", None) or ())
-    for feature, profile in _HOLDING_FEATURES:
-        if feature in features:
-            return profile
-    return declared
-
-
 def _write_rule_findings(configuration: Any) -> list[Violation]:
     """Delta's own write rules (``DELTA-WRITE-*``) the table's log shows broken: table properties in
     the Hadoop, Parquet and Spark namespaces reach the Hadoop configuration of every later write."""
-    from icecompat_writer.writing.compose import _check_properties
-
     problems: list[Violation] = []
-    _check_properties(configuration, problems)
+    check_properties(configuration, problems)
     return problems
 
 
@@ -634,8 +595,6 @@ def snapshot_facts(
     metadata it is about to commit) there is one fact per live file, in the snapshot's order; without
     it (the checker) only the facts a file rule can fail on are built (:func:`_claimed_facts`).
     """
-    from icecompat_writer.rules.perf import gc_paused
-
     kind, n = parse_files_option(files)
     selected = _selected_indexes(snapshot, kind, n)
     with gc_paused():
@@ -664,8 +623,6 @@ def _deletion_vector_findings(
     delete file's record count. A ``p`` DV outside the table root is already a ``path_outside_table``
     finding and is not opened.
     """
-    from icecompat_writer.deltalog.deletion_vectors import CARDINALITY, read_deletion_vectors
-
     files = snapshot.files
     wanted = set(selected)
     indices = [i for i in files.with_deletion_vectors() if i in wanted]
@@ -691,9 +648,22 @@ def _deletion_vector_findings(
     return out, len(read.vectors)
 
 
-def _reader_broke(path: str | Path, e: Exception) -> TableReadError:
+# The errors that mean "a file of this table cannot be read": the file system's (a vanished file, a
+# directory where a file belongs, permissions), and the parsers' on the bytes a table file holds (JSON,
+# text encodings, binary layouts, Parquet through pyarrow). Anything else out of the reader is a defect
+# of the reader and propagates as it is: turning an AttributeError into "unreadable table" hides it.
+UNREADABLE_TABLE_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    json.JSONDecodeError,
+    UnicodeDecodeError,
+    struct.error,
+    pyarrow.ArrowException,
+)
+
+
+def _unreadable(path: str | Path, e: BaseException) -> TableReadError:
     return TableReadError(
-        f"cannot read the Delta log of {path}: its content broke the log reader "
+        f"cannot read the Delta log of {path}: a file of the table cannot be read or parsed "
         f"({type(e).__name__}: {str(e)[:200]})"
     )
 
@@ -717,9 +687,6 @@ def check_table(
     :class:`~icecompat_writer.planning.UnknownProfileError` for an unknown profile and
     :class:`~icecompat_writer.errors.IcecompatError` for a malformed ``files``.
     """
-    from icecompat_writer.planning import PROFILES, get_profile, validate
-    from icecompat_writer.rules.perf import gc_paused
-
     parse_files_option(files)
     if profile is not None:
         get_profile(profile)  # refuse an unknown name before any file is read
@@ -731,24 +698,24 @@ def check_table(
             snapshot = read_snapshot(path, version)
         except IcecompatError:
             raise
-        except Exception as e:  # the reader must turn damage into findings; until it does, never crash
-            raise _reader_broke(path, e) from e
+        except UNREADABLE_TABLE_ERRORS as e:
+            raise _unreadable(path, e) from e
     declared = declared_profile(snapshot.metadata.configuration)
     chosen = profile or held_profile(snapshot.metadata.configuration, snapshot.protocol)
     try:
         seen = snapshot_facts(snapshot, files=files, progress=progress, every_file=False)
     except IcecompatError:
         raise
-    except Exception as e:  # live files are decoded lazily: damage may surface only here
-        raise _reader_broke(path, e) from e
+    except UNREADABLE_TABLE_ERRORS as e:  # live files are decoded lazily: damage may surface only here
+        raise _unreadable(path, e) from e
     file_facts, findings = seen.facts, list(seen.findings)
     kind, n = parse_files_option(files)
     try:
         dv_findings, dvs_read = _deletion_vector_findings(snapshot, _selected_indexes(snapshot, kind, n))
     except IcecompatError:
         raise
-    except Exception as e:  # as for footers: damage must never crash the audit
-        raise _reader_broke(path, e) from e
+    except UNREADABLE_TABLE_ERRORS as e:
+        raise _unreadable(path, e) from e
     findings.extend(dv_findings)
 
     def run(p: str) -> list[Violation]:

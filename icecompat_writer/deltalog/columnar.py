@@ -32,6 +32,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from icecompat_writer.perf import gc_paused
+
 from .files import AddFile, DeletionVectorDescriptor, dv_unique_id, parse_num_records
 from .findings import FindingCode, LogFinding
 from .paths import resolve_data_path_text
@@ -503,8 +505,6 @@ class LiveFiles(Sequence[AddFile]):
     def to_tuple(self) -> tuple[AddFile, ...]:
         """Every live AddFile (built once, then kept)."""
         if self._all is None:
-            from icecompat_writer.rules.perf import gc_paused  # (rules imports this package)
-
             # 100,000 AddFiles and their mappings are acyclic: collecting meanwhile frees nothing
             with gc_paused():
                 self._all = tuple(self._build(None))

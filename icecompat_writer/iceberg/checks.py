@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from icecompat_writer.checking.check import declared_profile
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import Violation
 from icecompat_writer.facts import DataFileFacts
 from icecompat_writer.planning import DEFAULT_PROFILE, PROFILES, Profile, validate
+from icecompat_writer.rules.detection import declared_profile
 from icecompat_writer.schema import CM_MODE
 
 from .schema import ConvertedSchema, convert_schema, violation

@@ -21,7 +21,7 @@ from typing import Any
 
 from icecompat_writer import storage
 from icecompat_writer.deltalog.paths import table_root_path
-from icecompat_writer.errors import ConcurrentWriteError, IcecompatError
+from icecompat_writer.errors import ConcurrentWriteError, IcebergSyncWarning, IcecompatError
 from icecompat_writer.storage import Location
 
 from .catalogs import CatalogSync, sync_catalog
@@ -35,7 +35,6 @@ __all__ = [
     "IcebergSync",
     "IcebergSyncWarning",
     "converted_version",
-    "guarded_syncs",
     "sync_after_commit",
     "sync_requested",
 ]
@@ -45,10 +44,6 @@ CATALOG_CONF = "spark.icecompat.iceberg.catalog"
 CATALOG_PROPERTY = "icecompat.iceberg.catalog"
 IDENTIFIER_PROPERTY = "icecompat.iceberg.identifier"
 _ATTEMPTS = 3
-
-
-class IcebergSyncWarning(UserWarning):
-    """A Delta commit stands but its Iceberg sync (metadata or catalog) failed; the next sync catches up."""
 
 
 @dataclass(frozen=True)
@@ -169,20 +164,3 @@ def _safe_converted(root: Location) -> int | None:
         return _converted(root)
     except Exception:  # reporting the lag must not turn a warning into a failure
         return None
-
-
-def guarded_syncs(spark: Any, *, drain: bool = True) -> list[dict[str, Any]]:
-    """The syncs the session guard ran after this driver's commits (SQL, DataFrame writers, streaming),
-    oldest first: ``table``, ``version``, ``converted_version``, ``millis`` and, if it failed, ``error``.
-
-    Those syncs run in the JVM's commit path, where a failure is logged by the driver (logger
-    ``io.icecompat.shim.guard.Guard``, level WARN); this call brings them to Python and emits one
-    :class:`IcebergSyncWarning` per failed sync. With ``drain`` (the default) each is reported once.
-    """
-    from icecompat_writer.jvm.bridge import guard_iceberg_syncs
-
-    done = guard_iceberg_syncs(spark, drain=drain)
-    for outcome in done:
-        if outcome.get("error"):
-            warnings.warn(str(outcome["error"]), IcebergSyncWarning, stacklevel=2)
-    return done

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from icecompat_writer import storage
+from icecompat_writer.checking.check import snapshot_facts
 from icecompat_writer.checking.footers import file_facts
 from icecompat_writer.deltalog import Snapshot, read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
@@ -186,8 +187,6 @@ def verify_full(
     read = 0
     if isinstance(snap.table_root, ObjectPath):
         # one listing of the table, then one ranged read per footer in a bounded pool (the checker's path)
-        from icecompat_writer.checking.check import snapshot_facts
-
         facts = list(snapshot_facts(snap, files="all", every_file=True).facts)
         read = len(facts)
         real_root = ""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -18,6 +19,7 @@ from pyspark.errors.exceptions.captured import CapturedException
 from icecompat_writer.errors import (
     CompatViolation,
     ConcurrentWriteError,
+    IcebergSyncWarning,
     IcecompatError,
     JvmError,
     SessionConfigError,
@@ -214,6 +216,21 @@ def guard_iceberg_syncs(spark: SparkSession, drain: bool = False) -> list[dict[s
     the record is emptied."""
     guard = shim_class(spark, "guard.Guard")
     return list(json.loads(call(lambda: guard.icebergSyncs(drain))))
+
+
+def guarded_syncs(spark: Any, *, drain: bool = True) -> list[dict[str, Any]]:
+    """The syncs the session guard ran after this driver's commits (SQL, DataFrame writers, streaming),
+    oldest first: ``table``, ``version``, ``converted_version``, ``millis`` and, if it failed, ``error``.
+
+    Those syncs run in the JVM's commit path, where a failure is logged by the driver (logger
+    ``io.icecompat.shim.guard.Guard``, level WARN); this call brings them to Python and emits one
+    :class:`IcebergSyncWarning` per failed sync. With ``drain`` (the default) each is reported once.
+    """
+    done = guard_iceberg_syncs(spark, drain=drain)
+    for outcome in done:
+        if outcome.get("error"):
+            warnings.warn(str(outcome["error"]), IcebergSyncWarning, stacklevel=2)
+    return done
 
 
 def writer_features_status(spark: SparkSession) -> dict[str, Any]:

@@ -58,13 +58,37 @@ landed, it logs the error as a failed sync instead).
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import dataclasses
 import json
+import struct
 import sys
+import tempfile
+import warnings
 from collections.abc import Mapping
+from pathlib import Path
 from typing import IO, Any
 
+from icecompat_writer import storage
+from icecompat_writer.checking.footers import FooterReadError, file_facts, read_footer
+from icecompat_writer.deltalog import read_snapshot
+from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
+from icecompat_writer.deltalog.files import AddFile
+from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
 from icecompat_writer.errors import CompatViolation, Violation
+from icecompat_writer.iceberg.sync import (
+    CATALOG_PROPERTY,
+    ENABLED_FORMATS,
+    IDENTIFIER_PROPERTY,
+    sync_after_commit,
+    sync_requested,
+)
+from icecompat_writer.planning import plan, validate
+from icecompat_writer.rules.detection import WRITER_PROFILES, declared_profile, held_profile
+from icecompat_writer.rules.model import Scope
+from icecompat_writer.rules.writes import check_properties, runtime_violations, shallow_clone_violations
+from icecompat_writer.version import __version__
 
 __all__ = ["handle", "main"]
 
@@ -74,8 +98,6 @@ _FEATURE_PROPERTY = "delta.feature.{}"
 
 def _profile_for(requested: str, *configurations: Mapping[str, str] | None) -> str | None:
     """The session's profile when it names one, else the one the table declares (new, then old)."""
-    from icecompat_writer.checking.check import declared_profile
-
     if requested:
         return requested
     for conf in configurations:
@@ -89,8 +111,6 @@ def _profile_for(requested: str, *configurations: Mapping[str, str] | None) -> s
 def _held_profile(state: Any) -> str | None:
     """The profile a table state is held to: the one its properties declare, else the writer
     profile its protocol lists (a table keeps a writer-compat feature whatever its properties say)."""
-    from icecompat_writer.checking.check import held_profile
-
     if state is None:
         return None
     return held_profile(state.metadata.configuration, state.protocol)
@@ -109,10 +129,6 @@ def _refusal(
 
 
 def _plan_metadata(req: Mapping[str, Any]) -> dict[str, Any]:
-    from icecompat_writer.checking.check import declared_profile
-    from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
-    from icecompat_writer.planning import plan
-
     proposed = new = Metadata.from_json(req["new_metadata"])
     previous = None
     if req.get("table_exists"):
@@ -131,8 +147,6 @@ def _plan_metadata(req: Mapping[str, Any]) -> dict[str, Any]:
     if previous is not None and not req.get("creating") and held is not None and target is None:
         # An ALTER that switches the table's profile off or down (SET ... 'false', UNSET): refused,
         # never planned back (a planned-back property would make the UNSET a silent no-op).
-        from icecompat_writer.planning import validate
-
         dropped = validate(held, new, previous.protocol, previous)
         enabling = [v for v in dropped if v.rule.endswith("-ENABLED")]
         if dropped:
@@ -190,17 +204,13 @@ def _asked(new: Any, previous: Any) -> dict[str, str]:
 def _write_rule_violations(new: Any, previous: Any) -> list[Violation]:
     """Delta's own write rules (``DELTA-WRITE-*``, as compat_write runs them) on a guarded
     metadata change: table properties that would reach the Hadoop configuration of every write."""
-    from icecompat_writer.writing.compose import _check_properties
-
     problems: list[Violation] = []
-    _check_properties(_asked(new, previous), problems)
+    check_properties(_asked(new, previous), problems)
     return problems
 
 
 def _runtime_violations(planned: Any, new: Any, previous: Any) -> list[Violation]:
     """What delta-spark would fail on in the planned state (``DELTA-WRITE-*``), as compat_write."""
-    from icecompat_writer.writing.compose import runtime_violations
-
     return runtime_violations(planned.metadata, planned.protocol, _asked(new, previous))
 
 
@@ -211,12 +221,6 @@ def _files_below(profile: str, planned: Any, previous: Any, table: str) -> list[
     held to the profile before the declaration may land; otherwise the table would declare what its
     files do not meet. The fix is a rewrite of the files, which ``icecompat upgrade`` does.
     """
-    from icecompat_writer import storage
-    from icecompat_writer.checking.footers import file_facts
-    from icecompat_writer.deltalog import read_snapshot
-    from icecompat_writer.planning import validate
-    from icecompat_writer.rules.model import Scope
-
     root = _local_root(table)
     snapshot = read_snapshot(root)
     adds = list(snapshot.add_files)
@@ -248,8 +252,6 @@ def _keep_mapping_mode(new: Any, old: Any) -> Any:
 
 
 def _local_root(table: str) -> str:
-    from icecompat_writer.deltalog.paths import table_root_path
-
     return str(table_root_path(table))
 
 
@@ -259,14 +261,6 @@ def _supplied_facts(add: Any, supplied: Mapping[str, Any]) -> Any:
     The footer decoder reads files, so the few footer bytes are framed as a minimal Parquet file
     (magic, footer, length, magic) in a private temporary file; errors name the file's add path.
     """
-    import base64
-    import dataclasses
-    import struct
-    import tempfile
-    from pathlib import Path
-
-    from icecompat_writer.checking.footers import FooterReadError, file_facts, read_footer
-
     facts = file_facts("/", add, read_footer=False)
     entry = supplied.get(add.path) or {"error": "the driver sent no footer for this file"}
     if "footer" not in entry:
@@ -288,13 +282,6 @@ def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:
     JVM read them through the session's own file system and sent them (``state``, ``footers``), and
     it keeps to itself which refused files are the attempt's own (files version N-1 does not have).
     """
-    from icecompat_writer.checking.footers import file_facts
-    from icecompat_writer.deltalog import read_snapshot
-    from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
-    from icecompat_writer.deltalog.files import AddFile
-    from icecompat_writer.deltalog.paths import resolve_data_path
-    from icecompat_writer.rules.evaluate import validate
-
     version = int(req["version"])
     actions = [json.loads(line) for line in req["actions"] if line.strip()]
     supplied = "footers" in req
@@ -347,8 +334,6 @@ def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:
     if profile is None:
         return {"ok": True, "profile": None, **synced}
     if req.get("opted_out"):
-        from icecompat_writer.checking.check import WRITER_PROFILES
-
         if profile not in WRITER_PROFILES:
             return {"ok": True, "profile": None}
         return {"ok": False, "profile": profile, "report": "", "violations": [], "delete": delete()}
@@ -356,8 +341,6 @@ def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:
     violations = _features_ahead(profile, protocol, previous)
     outside = [a.path for a in adds if resolve_data_path(root, a.path) is None]
     if outside:
-        from icecompat_writer.writing.compose import shallow_clone_violations
-
         violations += shallow_clone_violations(outside)
     if supplied:
         footers = req.get("footers") or {}
@@ -376,13 +359,6 @@ def _sync_wanted(configuration: Mapping[str, str]) -> dict[str, Any]:
     The JVM sends the value back in its ``sync`` request once the commit file exists: the table
     properties the sync needs (the formats, the catalog and identifier), as this commit leaves them.
     """
-    from icecompat_writer.iceberg.sync import (
-        CATALOG_PROPERTY,
-        ENABLED_FORMATS,
-        IDENTIFIER_PROPERTY,
-        sync_requested,
-    )
-
     if not sync_requested(configuration):
         return {}
     keys = (ENABLED_FORMATS, CATALOG_PROPERTY, IDENTIFIER_PROPERTY)
@@ -395,11 +371,6 @@ def _sync(req: Mapping[str, Any]) -> dict[str, Any]:
     Its warning is not printed here but answered (``warning``), for the JVM to log in the driver; and
     whatever the Iceberg libraries might print goes to stderr, never onto the answer channel.
     """
-    import contextlib
-    import warnings
-
-    from icecompat_writer.iceberg.sync import sync_after_commit
-
     with warnings.catch_warnings(record=True), contextlib.redirect_stdout(sys.stderr):
         warnings.simplefilter("ignore")
         synced = sync_after_commit(
@@ -509,8 +480,6 @@ _OPS = {
 
 
 def _version() -> str:
-    from icecompat_writer import __version__
-
     return __version__
 
 
@@ -519,8 +488,6 @@ def handle(req: Mapping[str, Any]) -> dict[str, Any]:
     op = _OPS.get(str(req.get("op")))
     if op is None:
         return {"error": f"unknown operation {req.get('op')!r}"}
-    from icecompat_writer import storage
-
     try:
         with storage.hadoop_settings(req.get("hadoop")):
             return op(req)

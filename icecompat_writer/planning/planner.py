@@ -15,13 +15,13 @@ from types import MappingProxyType
 
 from icecompat_writer.deltalog.actions import Metadata, Protocol, TableStateLike
 from icecompat_writer.errors import CompatViolation
+from icecompat_writer.perf import gc_paused
 from icecompat_writer.planning.fixes import FIXERS, Change, FixerEntry, PlanState, why
 from icecompat_writer.planning.ids import index_scanned
 from icecompat_writer.planning.protocol import build_protocol
 from icecompat_writer.rules.catalog import RULES_BY_ID
 from icecompat_writer.rules.evaluate import validate
 from icecompat_writer.rules.model import PLANNABLE_SCOPES, Rule
-from icecompat_writer.rules.perf import gc_paused
 from icecompat_writer.rules.profiles import Profile, get_profile
 from icecompat_writer.rules.schema import cached_index, remember_index
 

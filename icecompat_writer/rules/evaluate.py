@@ -12,11 +12,11 @@ from collections.abc import Collection, Iterable
 from icecompat_writer.deltalog.actions import Metadata, Protocol, TableStateLike
 from icecompat_writer.errors import Violation
 from icecompat_writer.facts import DataFileFacts
+from icecompat_writer.perf import gc_paused
 from icecompat_writer.rules.catalog import RULES_BY_ID
 from icecompat_writer.rules.context import EvalContext
 from icecompat_writer.rules.kinds import kind_of
 from icecompat_writer.rules.model import Rule, Scope, clauses_text
-from icecompat_writer.rules.perf import gc_paused
 from icecompat_writer.rules.profiles import Profile, get_profile
 from icecompat_writer.rules.schema import SchemaIndex
 

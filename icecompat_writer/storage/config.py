@@ -9,17 +9,17 @@ application default credentials), which pyarrow and the cloud SDKs walk themselv
 
 :func:`resolve_options` is a pure function of a Hadoop key/value mapping and an environment, so the
 mapping is tested without any cloud; :func:`session_hadoop_values` reads the keys a store needs from the
-active Spark session through the JVM bridge.
+running Spark session the package entry hands down (:mod:`icecompat_writer.driver_settings`).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
+
+from icecompat_writer import driver_settings
 
 from .uri import ObjectPath
 
@@ -190,20 +190,10 @@ def resolve_options(
 def session_hadoop_values(path: ObjectPath) -> dict[str, str] | None:
     """The Hadoop values of the running Spark session for ``path``'s keys; None without a session.
 
-    Only a session that already runs is used (none is started: the CLI works without Spark), and
-    only when pyspark was imported by someone else; any thread of the driver finds it.
+    The session is the one the edge handed down (:mod:`icecompat_writer.driver_settings`): only a
+    session that already runs is used (none is started: the CLI works without Spark).
     """
-    if "pyspark" not in sys.modules:
-        return None
-    from icecompat_writer.jvm import bridge
-
-    try:
-        spark: Any = bridge.driver_session()
-    except Exception:  # a half-initialised pyspark: behave as without a session
-        return None
-    if spark is None:
-        return None
-    return bridge.hadoop_conf_values(spark, hadoop_keys(path))
+    return driver_settings.hadoop_values(hadoop_keys(path))
 
 
 def endpoint_parts(endpoint: str, ssl_default: bool = True) -> tuple[str, str]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -19,6 +18,7 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
+from icecompat_writer import driver_settings
 from icecompat_writer.errors import SessionConfigError
 
 from .config import StoreOptions, endpoint_parts, resolve_options, session_hadoop_values
@@ -96,7 +96,7 @@ def options_for(path: ObjectPath) -> StoreOptions:
         supplied = _supplied
     if supplied is not None:
         return resolve_options(path, supplied)
-    session_key = _session_id()
+    session_key = driver_settings.session_key()
     hadoop: dict[str, str] | None = None
     if session_key:
         key = (session_key, path.family, path.authority)
@@ -107,18 +107,6 @@ def options_for(path: ObjectPath) -> StoreOptions:
             with _lock:
                 _options[key] = hadoop
     return resolve_options(path, hadoop)
-
-
-def _session_id() -> int:
-    if "pyspark" not in sys.modules:
-        return 0
-    from icecompat_writer.jvm import bridge
-
-    try:
-        spark = bridge.driver_session()
-    except Exception:
-        return 0
-    return 0 if spark is None else id(spark)
 
 
 def filesystem(path: ObjectPath) -> pafs.FileSystem:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from icecompat_writer.checking.footers import file_facts
 from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
 from icecompat_writer.errors import (
     CompatViolation,
@@ -29,6 +30,8 @@ from icecompat_writer.errors import (
     TableExistsError,
     TableNotFoundError,
 )
+from icecompat_writer.iceberg.sync import CATALOG_CONF, IcebergSync, sync_after_commit, sync_requested
+from icecompat_writer.planning import plan, validate
 from icecompat_writer.rules.catalog import ASSIGNED_AT_COMMIT
 from icecompat_writer.writing import transaction
 from icecompat_writer.writing.compose import (
@@ -44,7 +47,6 @@ from icecompat_writer.writing.target import Target, parse_target
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from icecompat_writer.iceberg.sync import IcebergSync
 
 __all__ = ["WriteResult", "compat_write"]
 
@@ -182,8 +184,6 @@ def _previous_state(snapshot: Mapping[str, Any]) -> TableState | None:
 
 def _planner() -> tuple[Any, Any]:
     """The planner's ``plan`` and ``validate`` (imported late: the writer is their only Spark-side user)."""
-    from icecompat_writer.planning import plan, validate
-
     return plan, validate
 
 
@@ -208,7 +208,7 @@ def _align_by_position(df: DataFrame, previous: TableState) -> DataFrame:
 
 def _resolve_location(spark: Any, target: Target) -> tuple[str, bool]:
     """(location, catalog table exists) for a target. Path targets report False for the second value."""
-    from icecompat_writer.jvm import bridge
+    from icecompat_writer.jvm import bridge  # pyspark and py4j, loaded only when a write runs
 
     if target.table is None:
         assert target.location is not None
@@ -262,8 +262,7 @@ def compat_write(
     Raises :class:`CompatViolation` (every problem at once) when the write cannot be made compliant;
     the table is then unchanged.
     """
-    from icecompat_writer.checking.footers import file_facts
-    from icecompat_writer.jvm import bridge
+    from icecompat_writer.jvm import bridge  # pyspark and py4j, loaded only when a write runs
 
     req = _normalise(mode, profile, partition_by, properties, options, by_position)
     plan_fn, validate_fn = _planner()
@@ -380,8 +379,6 @@ def _sync_iceberg(spark: Any, result: WriteResult, configuration: Mapping[str, s
     ``configuration`` is the table's properties as this write committed them, so a property set by
     this very write counts. A failure warns (``IcebergSyncWarning``) and never fails the write.
     """
-    from icecompat_writer.iceberg.sync import CATALOG_CONF, sync_after_commit, sync_requested
-
     assert result.version is not None
     if not sync_requested(configuration):
         return result

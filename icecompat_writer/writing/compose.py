@@ -16,10 +16,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from icecompat_writer.deltalog.actions import Metadata, Protocol
+from icecompat_writer.deltalog.actions import Metadata
 from icecompat_writer.errors import CompatViolation, Violation
-from icecompat_writer.rules.catalog import RULES_BY_ID, layer_violation
 from icecompat_writer.rules.schema import SameColumn, SchemaNode
+from icecompat_writer.rules.writes import (
+    WRITE_PROFILE,
+    check_properties,
+    runtime_violations,
+    shallow_clone_violations,
+    write_violation,
+)
 from icecompat_writer.schema import (
     CM_PREFIX,
     ArrayType,
@@ -41,11 +47,19 @@ from icecompat_writer.schema import (
     visit_with_partner,
 )
 
-__all__ = ["WriteIntent", "compose_metadata", "merge_schemas", "runtime_violations", "write_violation"]
+__all__ = [
+    "WRITE_PROFILE",
+    "WriteIntent",
+    "compose_metadata",
+    "merge_schemas",
+    "runtime_violations",
+    "shallow_clone_violations",
+    "write_violation",
+]
+
+_check_properties = check_properties  # the name this module used before the check moved to rules.writes
 
 T = TypeVar("T")
-
-WRITE_PROFILE = "delta"  # the "profile" named on violations of Delta's own write rules
 
 # Modes as compat_write knows them (v1 names plus the v2 writer's replace flavours).
 APPEND_MODES = frozenset({"append", "append_existing"})
@@ -68,22 +82,6 @@ class WriteIntent:
     def replaces_schema(self) -> bool:
         """Whether the DataFrame's schema becomes the table's (instead of being checked against it)."""
         return self.mode in REPLACE_MODES or (self.mode in OVERWRITE_MODES and self.overwrite_schema)
-
-
-def write_violation(
-    rule: str, path: str, message: str, fix: str, observed: Any = None, expected: Any = None
-) -> Violation:
-    """A violation of Delta's own write rules (profile ``delta``), refused before any file is written."""
-    return layer_violation(
-        WRITE_PROFILE,
-        rule,
-        path,
-        message,
-        fix,
-        observed,
-        expected,
-        clause="delta-PROTOCOL.md#schema-serialization-format",
-    )
 
 
 def _join(prefix: str, name: str) -> str:
@@ -326,28 +324,6 @@ class _DataSchemaProblems(_Paths[list[Violation]]):
         return []
 
 
-class _VariantPaths(SchemaVisitor[list[str]]):
-    """The path of every field, element, key or value whose type is ``variant``, in schema order."""
-
-    def struct(self, struct: StructType, field_results: list[list[str]]) -> list[str]:
-        return [p for r in field_results for p in r]
-
-    def field(self, field: Field, type_result: list[str]) -> list[str]:
-        return [field.path] if field.type.raw == "variant" else type_result
-
-    def slot(self, slot: Slot, type_result: list[str]) -> list[str]:
-        return [slot.path] if slot.type.raw == "variant" else type_result
-
-    def array(self, array: ArrayType, element_result: list[str]) -> list[str]:
-        return element_result
-
-    def map(self, map_type: MapType, key_result: list[str], value_result: list[str]) -> list[str]:
-        return key_result + value_result
-
-    def primitive(self, primitive: PrimitiveType) -> list[str]:
-        return []
-
-
 def _as_nullable(schema: Mapping[str, Any]) -> dict[str, Any]:
     """``schema`` with every field, element and value nullable, as Delta's DataFrame writer stores it.
 
@@ -467,122 +443,6 @@ def _partition_type_name(dtype: Any) -> str | None:
     if dtype in ("void", "variant"):
         return str(dtype)
     return None
-
-
-# delta-spark copies every table property into the Hadoop configuration of each write (TransactionalWrite
-# builds it from the table's configuration), where Hadoop, Parquet and Spark read their settings, class
-# names included: `fs.file.impl` with `fs.file.impl.disable.cache`, `parquet.crypto.factory.class` and
-# `spark.sql.parquet.output.committer.class` make the write load the class a table property names.
-# Properties in these namespaces are refused: no table property may decide what code a write runs.
-_CONFIG_RULE = RULES_BY_ID["DELTA-WRITE-CONFIG-PROPERTY"]
-CONFIG_NAMESPACES: tuple[str, ...] = tuple(_CONFIG_RULE.param("namespaces"))
-
-
-def _check_properties(configuration: Mapping[str, Any], problems: list[Violation]) -> None:
-    for key in sorted(configuration):
-        if str(key).lower().startswith(CONFIG_NAMESPACES):
-            problems.append(
-                write_violation(
-                    "DELTA-WRITE-CONFIG-PROPERTY",
-                    "",
-                    f"table property `{key}` would reach the Hadoop configuration of every write to the "
-                    "table (delta-spark copies table properties there), where Hadoop, Parquet and Spark "
-                    "read settings and the names of classes to load",
-                    "drop the property (ALTER TABLE ... UNSET TBLPROPERTIES for a table that has it); set "
-                    "Hadoop and Parquet settings on the Spark session instead",
-                    observed=key,
-                )
-            )
-
-
-# Delta properties delta-spark parses as booleans (Scala's toBoolean: `true`/`false` in any case, no
-# spaces). A value it cannot parse fails the write inside delta-spark with "For input string".
-_VALUE_RULE = RULES_BY_ID["DELTA-WRITE-PROPERTY-VALUE"]
-BOOLEAN_PROPERTIES = frozenset(_VALUE_RULE.param("boolean_properties"))
-_PROTOCOL_PROPERTIES = {k: tuple(v) for k, v in _VALUE_RULE.param("protocol_versions").items()}
-_FEATURE_STATUSES = tuple(_VALUE_RULE.param("feature_statuses"))
-
-
-def _property_value_problem(key: str, value: str) -> tuple[str, str] | None:
-    """(what is wrong, what delta-spark accepts) for a property value delta-spark would fail on."""
-    low = key.lower()
-    if low in BOOLEAN_PROPERTIES and value.lower() not in ("true", "false"):
-        return "is not a boolean delta-spark can parse", "true or false"
-    if low in _PROTOCOL_PROPERTIES and value not in _PROTOCOL_PROPERTIES[low]:
-        return "is not a protocol version", "one of " + ", ".join(_PROTOCOL_PROPERTIES[low])
-    if low.startswith("delta.feature.") and value.lower() not in _FEATURE_STATUSES:
-        return "is not a table feature status", "supported or enabled"
-    return None
-
-
-def shallow_clone_violations(paths: Sequence[str]) -> list[Violation]:
-    """A commit that references data files outside its table (a SHALLOW CLONE) is refused.
-
-    The files belong to another table: its VACUUM, OPTIMIZE or REPLACE can delete them under the
-    clone, an Iceberg reader resolves them against the clone's location, and ``icecompat check`` does
-    not read outside the table it audits. A compliant copy is a DEEP CLONE or ``compat_write``.
-    """
-    return [
-        write_violation(
-            "DELTA-WRITE-SHALLOW-CLONE",
-            "",
-            f"the commit references {len(paths)} data file(s) outside the table, e.g. {paths[0]!r}: a "
-            "shallow clone shares another table's files, which the guard and `icecompat check` cannot "
-            "hold to the clone's profile",
-            "make a DEEP CLONE (CREATE TABLE ... DEEP CLONE ...) or copy the rows with compat_write",
-            observed=paths[0],
-            expected="files inside the table",
-        )
-    ]
-
-
-def runtime_violations(
-    metadata: Metadata, protocol: Protocol, asked: Mapping[str, str] | None
-) -> list[Violation]:
-    """What delta-spark would fail on in the planned state, found before it writes a file.
-
-    These are not profile rules: the planned table is what the profiles want, but delta-spark 4.4
-    cannot write it. Property values are judged only where the write asked for them and the plan kept
-    them (a value the planner replaced never reaches delta-spark).
-    """
-    problems: list[Violation] = []
-    config = metadata.configuration
-    for key in sorted(asked or {}):
-        value = config.get(key)
-        if not isinstance(value, str) or value != (asked or {})[key]:
-            continue
-        found = _property_value_problem(key, value)
-        if found is not None:
-            problems.append(
-                write_violation(
-                    "DELTA-WRITE-PROPERTY-VALUE",
-                    "",
-                    f"table property `{key}` = {value!r} {found[0]}: delta-spark would refuse it while "
-                    "writing",
-                    f"set `{key}` to {found[1]}, or leave it out",
-                    observed=value,
-                    expected=found[1],
-                )
-            )
-    icv3 = (
-        "icebergCompatV3" in (protocol.writer_features or ())
-        or str(config.get("delta.enableIcebergCompatV3", "")).strip().lower() == "true"
-    )
-    if icv3:
-        for path in visit(metadata.schema_model, _VariantPaths()):
-            problems.append(
-                write_violation(
-                    "DELTA-WRITE-VARIANT-ICEBERG-V3",
-                    path,
-                    "delta-spark 4.4 cannot write a variant column into a table with IcebergCompatV3 "
-                    "(it fails with INVALID_FIELD_NAME on the column's physical name), although the "
-                    "profile allows variant",
-                    "store the value as JSON text (to_json) in a string column, or write it to a table "
-                    "without IcebergCompatV3",
-                    observed="variant",
-                )
-            )
-    return problems
 
 
 def compose_metadata(intent: WriteIntent, previous: Metadata | None) -> Metadata:

@@ -23,12 +23,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from icecompat_writer import storage
+from icecompat_writer.deltalog.files import AddFile
+from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
+from icecompat_writer.deltalog.snapshot import list_versions, read_commit
 from icecompat_writer.errors import ConcurrentWriteError, IcecompatError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-    from icecompat_writer.deltalog.files import AddFile
 
 __all__ = ["MAX_ATTEMPTS", "Attempt", "landed_version", "missing_ancestor", "run"]
 
@@ -52,7 +54,7 @@ class Attempt:
     """
 
     def __init__(self, spark: SparkSession, location: str, number: int, created: Path | None) -> None:
-        from icecompat_writer.jvm import bridge
+        from icecompat_writer.jvm import bridge  # pyspark and py4j, loaded only when a write runs
 
         self.location = location
         self.number = number
@@ -68,8 +70,6 @@ class Attempt:
 
     def track(self, added_json: Sequence[dict[str, Any]]) -> list[AddFile]:
         """Record the AddFiles the JVM wrote for this attempt; they are its files from now on."""
-        from icecompat_writer.deltalog.files import AddFile
-
         self.added = [AddFile.from_json(a) for a in added_json]
         return self.added
 
@@ -159,8 +159,6 @@ def run(
 
 def landed_version(location: str, after_version: int, added_paths: set[str]) -> int | None:
     """The version that holds this write's files, if an earlier commit of it did land."""
-    from icecompat_writer.deltalog.snapshot import list_versions, read_commit
-
     try:
         versions = [v for v in list_versions(location) if v > after_version]
     except IcecompatError:
@@ -175,8 +173,6 @@ def landed_version(location: str, after_version: int, added_paths: set[str]) -> 
 def missing_ancestor(location: str) -> Path | None:
     """The outermost directory of a local ``location`` that does not exist yet (None: it exists, or
     the location is not local). A refused write removes it again when it holds no file."""
-    from icecompat_writer.deltalog.paths import table_root_path
-
     try:
         root = table_root_path(location)
     except IcecompatError:
@@ -191,9 +187,6 @@ def missing_ancestor(location: str) -> Path | None:
 
 def _delete_added(location: str, added_paths: Sequence[str]) -> int:
     """Delete the data files of ``added_paths`` through the storage layer (inside the root only)."""
-    from icecompat_writer import storage
-    from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
-
     if not added_paths:
         return 0
     try:
@@ -213,8 +206,6 @@ def _remove_empty_dirs(location: str, added_paths: Sequence[str], created: Path 
     the root and the directories above it only when this write created them. An object store has no
     directories: nothing to do there.
     """
-    from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
-
     try:
         root = table_root_path(location)
     except IcecompatError:

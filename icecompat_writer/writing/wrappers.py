@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from icecompat_writer.errors import IcecompatError
+from icecompat_writer.writing.api import WriteResult, compat_write
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from icecompat_writer.writing.api import WriteResult
 
 __all__ = ["CompatDataFrameWriter", "CompatDataFrameWriterV2", "CompatFrame", "compat"]
 
@@ -68,8 +68,6 @@ class CompatDataFrameWriter:
         return self
 
     def _write(self, target: str, mode: str | None, partition_by: Any, options: Mapping[str, Any]) -> Any:
-        from icecompat_writer.writing.api import compat_write
-
         if mode is not None:
             self.mode(mode)
         if partition_by is not None:
@@ -120,8 +118,6 @@ class CompatDataFrameWriter:
 
     def insertInto(self, tableName: str, overwrite: bool | None = None) -> WriteResult:
         """Append to (or overwrite) an existing catalog table, matching columns by position like Spark."""
-        from icecompat_writer.writing.api import compat_write
-
         return compat_write(
             self._df,
             tableName,
@@ -174,8 +170,6 @@ class CompatDataFrameWriterV2:
         return self
 
     def _go(self, mode: str, **extra: Any) -> WriteResult:
-        from icecompat_writer.writing.api import compat_write
-
         return compat_write(
             self._df,
             self._table,

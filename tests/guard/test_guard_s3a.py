@@ -193,7 +193,7 @@ def test_a_guarded_insert_into_an_s3a_table_asking_for_iceberg_is_synced_with_th
     storage settings the driver hands over with the request."""
     from pyiceberg.table import StaticTable
 
-    from icecompat_writer.iceberg.sync import guarded_syncs
+    from icecompat_writer.jvm.bridge import guarded_syncs
 
     session = service_with_misleading_environment
     bucket = s3_server.new_bucket()

@@ -26,8 +26,8 @@ from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
 from icecompat_writer.iceberg import PROP_DELTA_VERSION
-from icecompat_writer.iceberg.sync import IcebergSyncWarning, guarded_syncs
-from icecompat_writer.jvm.bridge import guard_iceberg_syncs
+from icecompat_writer.iceberg.sync import IcebergSyncWarning
+from icecompat_writer.jvm.bridge import guard_iceberg_syncs, guarded_syncs
 from tests.iceberg._support import duckdb_connect, normalise, spark_rows
 from tests.iceberg.test_sync import Catalogs, catalogs  # noqa: F401  (the REST catalog server fixture)
 
