@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from icecompat_writer.deltalog.actions import Metadata, Protocol, TableStateLike
+from icecompat_writer.model import Metadata, Protocol, TableStateLike
 from icecompat_writer.planning import ids as idplan
 from icecompat_writer.rules import features as feat
 from icecompat_writer.rules.context import CM_MODE_KEY, MAX_COLUMN_ID_KEY, column_mapping_mode

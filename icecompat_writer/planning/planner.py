@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
-from icecompat_writer.deltalog.actions import Metadata, Protocol, TableStateLike
 from icecompat_writer.errors import CompatViolation
+from icecompat_writer.model import Metadata, Protocol, TableStateLike
 from icecompat_writer.perf import gc_paused
 from icecompat_writer.planning.fixes import FIXERS, Change, FixerEntry, PlanState, why
 from icecompat_writer.planning.ids import index_scanned

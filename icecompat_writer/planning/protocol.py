@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from icecompat_writer.deltalog.actions import FEATURES_READER_VERSION, FEATURES_WRITER_VERSION, Protocol
+from icecompat_writer.model import FEATURES_READER_VERSION, FEATURES_WRITER_VERSION, Protocol
 from icecompat_writer.rules.features import (
     READER_WRITER_FEATURES,
     implicit_reader_features,

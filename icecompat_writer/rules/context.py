@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 
-from icecompat_writer.deltalog.actions import Metadata, Protocol, TableStateLike
 from icecompat_writer.facts import DataFileFacts
+from icecompat_writer.model import Metadata, Protocol, TableStateLike
 from icecompat_writer.rules import features as feat
 from icecompat_writer.rules.schema import SchemaIndex, index_schema_string
 from icecompat_writer.schema import CM_MAX_COLUMN_ID, CM_MODE

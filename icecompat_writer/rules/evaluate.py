@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from icecompat_writer.deltalog.actions import Metadata, Protocol, TableStateLike
 from icecompat_writer.errors import Violation
 from icecompat_writer.facts import DataFileFacts
+from icecompat_writer.model import Metadata, Protocol, TableStateLike
 from icecompat_writer.perf import gc_paused
 from icecompat_writer.rules.catalog import RULES_BY_ID
 from icecompat_writer.rules.context import EvalContext

@@ -11,7 +11,7 @@ plus the reader-writer features defined elsewhere in PROTOCOL.md and in Delta Ke
 
 from __future__ import annotations
 
-from icecompat_writer.deltalog.actions import FEATURES_READER_VERSION, FEATURES_WRITER_VERSION, Protocol
+from icecompat_writer.model import FEATURES_READER_VERSION, FEATURES_WRITER_VERSION, Protocol
 
 __all__ = [
     "READER_WRITER_FEATURES",

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import Violation
+from icecompat_writer.model import Metadata, Protocol
 from icecompat_writer.rules.catalog import RULES_BY_ID, layer_violation
 from icecompat_writer.schema import (
     ArrayType,
