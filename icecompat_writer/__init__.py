@@ -60,35 +60,34 @@ __all__ = [
 ]
 
 
+def _running_session() -> Any:
+    """The driver's running Spark session, or None; asked only once the process imported pyspark."""
+    if "pyspark" not in sys.modules:
+        return None
+    from .jvm import bridge  # pyspark and py4j, already imported by the process
+
+    try:
+        return bridge.driver_session()
+    except Exception:  # a half-initialised pyspark: behave as without a session
+        return None
+
+
 class _DriverSession:
     """The storage layer's view of the driver's running Spark session (:mod:`.driver_settings`).
 
-    Asked only once pyspark was imported by someone else: the Spark adapter imports pyspark and py4j,
-    which a Spark-free process (the CLI, the checker) must never pay for.
+    A Spark-free process (the CLI, the checker) never pays for the Spark adapter's imports.
     """
 
     def session_key(self) -> int:
-        if "pyspark" not in sys.modules:
-            return 0
-        from .jvm import bridge  # pyspark and py4j, already imported by the process
-
-        try:
-            spark = bridge.driver_session()
-        except Exception:  # a half-initialised pyspark: behave as without a session
-            return 0
+        spark = _running_session()
         return 0 if spark is None else id(spark)
 
     def hadoop_values(self, keys: Sequence[str]) -> dict[str, str] | None:
-        if "pyspark" not in sys.modules:
+        spark = _running_session()
+        if spark is None:
             return None
         from .jvm import bridge  # pyspark and py4j, already imported by the process
 
-        try:
-            spark: Any = bridge.driver_session()
-        except Exception:  # a half-initialised pyspark: behave as without a session
-            return None
-        if spark is None:
-            return None
         return bridge.hadoop_conf_values(spark, keys)
 
 

@@ -2,34 +2,39 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.objectstores import S3Server
+from tests.objectstores import S3Server, StoreRoot
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--soak", action="store_true", default=False, help="also run the long soak variants")
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects on the markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--soak"):
-        return
+    """Every test that uses the shared session (directly or through a fixture) is marked ``spark``;
+    soak variants are skipped unless ``--soak`` is given."""
+    soak = config.getoption("--soak")
     skip = pytest.mark.skip(reason="soak variant: run with --soak")
     for item in items:
-        if "soak" in item.keywords:
+        if "spark" in getattr(item, "fixturenames", ()) and "spark" not in item.keywords:
+            item.add_marker(pytest.mark.spark)
+        if not soak and "soak" in item.keywords:
             item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> Iterator:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     """The one SparkSession of the run: local[2], UI off, Delta and the shim jars loaded.
 
-    It also carries Spark's ``s3a`` connector (the test jars bin/setup fetches) pointed at the run's S3
-    server, so a test reaches ``s3a://<bucket>/...`` through the same session as local tables.
+    It also carries Spark's ``s3a`` and ``abfs`` connectors (the test jars bin/setup fetches); the
+    ``s3a`` and ``abfs`` fixtures point them at the run's servers, which start only for the tests that
+    use them.
     """
     import icecompat_writer
     from tests.objectstores import s3a_test_jars
@@ -42,7 +47,6 @@ def spark(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> Iter
             "spark.driver.extraJavaOptions": f"-Dderby.system.home={base / 'derby'}",
             "spark.sql.shuffle.partitions": "2",
             "spark.jars": ",".join(str(p) for p in s3a_test_jars()),
-            **s3_server.spark_conf(),
         },
     )
     yield session
@@ -57,6 +61,21 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     server = start_s3_server(tmp_path_factory.mktemp("moto"))
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3a(spark: Any, s3_server: S3Server) -> Iterator[S3Server]:
+    """The run's S3 server, reached by the shared session's ``s3a`` connector: its settings are put in
+    the session's Hadoop configuration on first use, as ``spark.hadoop.*`` settings at start-up put them
+    (they touch only ``s3a`` URIs)."""
+    from icecompat_writer import storage
+
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in s3_server.spark_conf().items():
+        hadoop.set(key.removeprefix("spark.hadoop."), value)
+    storage.clear_cache()
+    yield s3_server
+    storage.clear_cache()
 
 
 @pytest.fixture
@@ -108,6 +127,32 @@ def abfs(spark: Any, azurite: Any) -> Iterator[Any]:
     storage.clear_cache()
     yield azurite
     storage.clear_cache()
+
+
+@pytest.fixture(params=["s3a", "abfs"])
+def store(request: pytest.FixtureRequest) -> Callable[[str], StoreRoot]:
+    """A new empty bucket (container) on each object store the shared session reaches, as a function
+    of a table name: the table's URI and a digest of every object below the bucket. One test written
+    against it runs once per store (``s3a`` on moto, ``abfs`` on Azurite)."""
+    from icecompat_writer import storage
+
+    storage.clear_cache()
+    if request.param == "s3a":
+        s3: S3Server = request.getfixturevalue("s3a")
+
+        def on_s3(name: str) -> StoreRoot:
+            bucket = s3.new_bucket()
+            return StoreRoot(f"s3a://{bucket}/warehouse/{name}", lambda: s3.bucket_digest(bucket))
+
+        return on_s3
+    azure = request.getfixturevalue("abfs")
+
+    def on_azure(name: str) -> StoreRoot:
+        container = azure.new_container()
+        uri = f"abfs://{container}@{azure.abfs_host}/warehouse/{name}"
+        return StoreRoot(uri, lambda: azure.container_digest(container))
+
+    return on_azure
 
 
 @pytest.fixture

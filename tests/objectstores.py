@@ -16,10 +16,10 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["AzuriteServer", "S3Server", "s3a_test_jars", "start_azurite", "start_s3_server"]
 
@@ -27,6 +27,13 @@ __all__ = ["AzuriteServer", "S3Server", "s3a_test_jars", "start_azurite", "start
 # its abfs connector (hadoop-azure 3.5.0),
 # fetched by Maven from jvm_shim/test-jars/pom.xml; outside the package, which ships no cloud SDK.
 TEST_JARS_DIR = Path(__file__).resolve().parent.parent / ".cache" / "test-jars"
+
+
+class StoreRoot(NamedTuple):
+    """A table location on an object store, and the digest of its bucket (container): key -> sha256."""
+
+    uri: str
+    digest: Callable[[], dict[str, str]]
 
 
 def s3a_test_jars() -> list[Path]:

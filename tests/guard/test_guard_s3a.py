@@ -20,7 +20,7 @@ from icecompat_writer.jvm.bridge import translate_exception
 from tests.objectstores import S3Server
 from tests.support import expected_field_ids, unguarded_sql
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("s3a")]  # s3a: the session reaches the S3 server
 
 
 def refusal(fn: Any) -> CompatViolation:

@@ -10,8 +10,10 @@ After every step exactly one of two things holds:
 - the step was refused: every file and directory below the table is as it was (hashed).
 
 Every run starts with a coverage phase that runs each step kind once, in a fixed order, against a
-table of one profile (CI: one profile, in turn by day; soak: every profile), so every kind is drawn
-and refusals are among the outcomes; random sequences then fill a time budget. The counts per step
+table of one profile (CI: the profile ``ICECOMPAT_STATEFUL_SEED`` picks; soak: every profile), so every
+kind is drawn and refusals are among the outcomes; random sequences then fill a time budget. The
+sequences come from that seed too (default 0; the run prints it), so a failure is replayed by setting
+it; how many sequences fit the budget depends on the machine. The counts per step
 kind (landed compliant / refused untouched) are printed; the soak's are in docs/reliability.md.
 """
 
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -421,11 +423,16 @@ def _coverage(profiles: tuple[str, ...]) -> None:
         machine.teardown()
 
 
-def _random(examples: int, steps: int) -> None:
-    """Random sequences until the budget is up (or ``examples`` sequences ran)."""
+def stateful_seed() -> int:
+    """The run's seed: ``ICECOMPAT_STATEFUL_SEED`` (an integer), 0 when unset."""
+    return int(os.environ.get("ICECOMPAT_STATEFUL_SEED", "0"))
+
+
+def _random(examples: int, steps: int, run_seed: int) -> None:
+    """Random sequences until the budget is up (or ``examples`` sequences ran), drawn from ``run_seed``."""
     try:
         run_state_machine_as_test(
-            GuardedTable,
+            seed(run_seed)(GuardedTable),
             settings=settings(
                 max_examples=examples,
                 stateful_step_count=steps,
@@ -452,7 +459,9 @@ def _ended_by_budget(e: BaseException | None) -> bool:
     return False
 
 
-def _run(spark: Any, tmp_path: Path, seconds: float, coverage: tuple[str, ...], keep_going: bool) -> None:
+def _run(
+    spark: Any, tmp_path: Path, seconds: float, coverage: tuple[str, ...], keep_going: bool, run_seed: int
+) -> None:
     GuardedTable.spark = spark
     GuardedTable.base = tmp_path
     end = time.monotonic() + seconds
@@ -460,9 +469,11 @@ def _run(spark: Any, tmp_path: Path, seconds: float, coverage: tuple[str, ...], 
     with session_conf(spark, FAST):
         _coverage(coverage)
         GuardedTable.deadline = end
-        while time.monotonic() < GuardedTable.deadline:
+        for round_ in itertools.count():
+            if time.monotonic() >= GuardedTable.deadline:
+                break
             try:
-                _random(examples=100_000, steps=25)
+                _random(examples=100_000, steps=25, run_seed=run_seed * 1_000_003 + round_)
             except Exception:
                 if not keep_going:
                     raise
@@ -501,14 +512,16 @@ def _start(tmp_path: Path) -> float:
 
 
 def test_random_sequences_keep_guarded_tables_compliant(spark: Any, tmp_path: Path) -> None:
-    """CI: the coverage phase on one profile (a different one each day), then random sequences
+    """CI: the coverage phase on the profile the seed picks, then random sequences drawn from the seed
     for what is left of about 90 s."""
     started = _start(tmp_path)
-    profile = PROFILES[datetime.date.today().toordinal() % len(PROFILES)]
+    run_seed = stateful_seed()
+    profile = PROFILES[run_seed % len(PROFILES)]
+    print(f"stateful run: ICECOMPAT_STATEFUL_SEED={run_seed} (coverage on {profile})")
     try:
-        _run(spark, tmp_path, seconds=90, coverage=(profile,), keep_going=False)
+        _run(spark, tmp_path, seconds=90, coverage=(profile,), keep_going=False, run_seed=run_seed)
     finally:
-        _report("stateful", started)
+        _report(f"stateful (ICECOMPAT_STATEFUL_SEED={run_seed}, coverage on {profile})", started)
     kinds = {kind for kind, _ in COUNTS}
     assert {kind for kind, outcome in COUNTS if outcome == "refused"}, "no step was refused"
     assert {"INSERT OVERWRITE", "RENAME COLUMN", "RESTORE", "SHALLOW CLONE", "SET TBLPROPERTIES"} <= kinds
@@ -521,8 +534,9 @@ def test_random_sequences_soak(spark: Any, tmp_path: Path) -> None:
     and the test fails at the end if any did."""
     started = _start(tmp_path)
     seconds = float(os.environ.get("ICECOMPAT_SOAK_SECONDS", "3000"))
+    run_seed = stateful_seed()
     try:
-        _run(spark, tmp_path, seconds=seconds, coverage=PROFILES, keep_going=True)
+        _run(spark, tmp_path, seconds=seconds, coverage=PROFILES, keep_going=True, run_seed=run_seed)
     finally:
-        _report("soak", started)
+        _report(f"soak (ICECOMPAT_STATEFUL_SEED={run_seed})", started)
     assert not FAILURES, "\n\n".join(FAILURES)

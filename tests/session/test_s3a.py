@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 
 from tests.objectstores import S3Server
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("s3a")]  # s3a: the session reaches the S3 server
 
 
 def test_delta_table_on_s3a_is_written_and_read_through_the_shared_session(

@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 from icecompat_writer import storage
 from icecompat_writer.storage import ObjectPath, filesystem_kwargs, options_for, parse_location
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("s3a")]  # s3a: the session reaches the S3 server
 
 
 @pytest.fixture

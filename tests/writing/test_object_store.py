@@ -1,10 +1,11 @@
-"""compat_write and upgrade_table on ``s3a://`` (moto on 127.0.0.1, Spark's s3a connector).
+"""compat_write on ``s3a://`` (moto on 127.0.0.1, Spark's s3a connector).
 
 The same guarantees as on local disk, read back from the objects themselves: the commit JSON fetched
 with boto3 (protocol features, ``col-<id>`` physical names), every footer through the checker
 (``check_table`` on the S3 URI, which reads the objects' tails), ``numRecords`` against the rows, and
-the rows through delta-spark with chispa. A refused write, and a write whose footers cannot be read,
-leave the bucket byte-identical (every object listed and hashed before and after).
+the rows through delta-spark with chispa. A write whose footers cannot be read leaves the bucket
+byte-identical (every object listed and hashed before and after). Refusals and upgrade_table run on
+every store in test_stores.py.
 """
 
 from __future__ import annotations
@@ -14,18 +15,15 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from icecompat_writer import storage
 from icecompat_writer.checking import footers
 from icecompat_writer.checking.check import check_table
-from icecompat_writer.errors import CompatViolation
-from icecompat_writer.upgrading.api import upgrade_table
 from icecompat_writer.writing.api import compat_write
 from tests.objectstores import S3Server
 from tests.writing.test_compat_write import PROFILES, assert_reads_equal, frame
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("s3a")]  # s3a: the session reaches the S3 server
 
 
 def commit_json(server: S3Server, bucket: str, key: str) -> list[dict[str, Any]]:
@@ -84,19 +82,6 @@ def test_compat_write_on_s3a_keeps_every_guarantee(
     ]
 
 
-def test_a_refused_write_leaves_the_bucket_byte_identical(spark: SparkSession, s3_server: S3Server) -> None:
-    storage.clear_cache()
-    bucket = s3_server.new_bucket()
-    uri = f"s3a://{bucket}/t"
-    compat_write(frame(spark, 0, 4), uri, profile="writer-v1")
-    before = s3_server.bucket_digest(bucket)
-    more = frame(spark, 4, 2).withColumn("tiny", F.col("id").cast("tinyint"))
-    with pytest.raises(CompatViolation) as err:
-        compat_write(more, uri, mode="append", profile="writer-v1", options={"mergeSchema": "true"})
-    assert "IWC1-NO-BYTE-SHORT" in err.value.rules
-    assert s3_server.bucket_digest(bucket) == before
-
-
 def test_an_error_while_reading_the_new_footers_deletes_the_new_objects(
     spark: SparkSession, s3_server: S3Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -116,26 +101,3 @@ def test_an_error_while_reading_the_new_footers_deletes_the_new_objects(
     monkeypatch.undo()
     assert s3_server.bucket_digest(bucket) == before
     assert check_table(uri, "v3").version == 0
-
-
-def test_upgrade_dry_run_and_real_on_s3a(spark: SparkSession, s3_server: S3Server) -> None:
-    from tests.upgrading.tables import name_partitioned
-
-    storage.clear_cache()
-    bucket = s3_server.new_bucket()
-    uri = f"s3a://{bucket}/plain"
-    name_partitioned(spark, uri)  # column mapping name mode, partition values not in the files
-    before = s3_server.bucket_digest(bucket)
-    assert not check_table(uri, "v3").compliant
-
-    dry = upgrade_table(None, uri, "v3", dry_run=True)
-    assert dry.needed and dry.version is None and dry.rewritten
-    assert s3_server.bucket_digest(bucket) == before
-
-    done = upgrade_table(spark, uri, "v3")
-    assert done.version == 1 and done.committed
-    report = check_table(uri, "v3", files="all")
-    assert report.compliant, report.render_text()
-    assert report.files_checked == report.files_total
-    rows = spark.read.format("delta").load(uri).orderBy("id").collect()
-    assert [(r.id, r.p, list(r.a)) for r in rows] == [(i, str(i % 2), [i]) for i in range(6)]
