@@ -1,10 +1,9 @@
-"""compat_write and upgrade_table on ``abfs://`` (Azurite on 127.0.0.1, Spark's abfs
+"""compat_write on ``abfs://`` (Azurite on 127.0.0.1, Spark's abfs
 connector from hadoop-azure 3.5.0 through the emulator's Blob endpoint).
 
 The same guarantees as on local disk and on S3, read back from the blobs themselves: the commit JSON,
-every footer through the checker, ``numRecords`` against the rows, the rows through delta-spark. A
-refused write leaves the container exactly as it was (every blob listed and hashed before
-and after, the connector's folder-marker blobs included).
+every footer through the checker, ``numRecords`` against the rows, the rows through delta-spark.
+Refusals and upgrade_table run on every store in test_stores.py.
 """
 
 from __future__ import annotations
@@ -15,11 +14,8 @@ from typing import Any
 import pytest
 from pyspark.errors.exceptions.captured import UnsupportedOperationException
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from icecompat_writer.checking.check import check_table
-from icecompat_writer.errors import CompatViolation
-from icecompat_writer.upgrading.api import upgrade_table
 from icecompat_writer.writing.api import compat_write
 from tests.writing.test_compat_write import PROFILES, assert_reads_equal, frame
 
@@ -65,38 +61,6 @@ def test_compat_write_on_abfs_keeps_every_guarantee(spark: SparkSession, abfs: A
     assert report.compliant, report.render_text()
     assert report.files_checked == len(adds) == report.files_total
     assert_reads_equal(spark, uri, frame(spark, 0, 10))
-
-
-def test_a_refused_compat_write_leaves_the_container_byte_identical(spark: SparkSession, abfs: Any) -> None:
-    container = abfs.new_container()
-    uri = table_uri(abfs, container)
-    compat_write(frame(spark, 0, 4), uri, profile="writer-v1")
-    before = abfs.container_digest(container)
-    more = frame(spark, 4, 2).withColumn("tiny", F.col("id").cast("tinyint"))
-    with pytest.raises(CompatViolation) as err:
-        compat_write(more, uri, mode="append", profile="writer-v1", options={"mergeSchema": "true"})
-    assert "IWC1-NO-BYTE-SHORT" in err.value.rules
-    assert abfs.container_digest(container) == before
-
-
-def test_upgrade_dry_run_and_real_on_abfs(spark: SparkSession, abfs: Any) -> None:
-    from tests.upgrading.tables import name_partitioned
-
-    container = abfs.new_container()
-    uri = table_uri(abfs, container, "plain")
-    name_partitioned(spark, uri)  # column mapping name mode, partition values not in the files
-    before = abfs.container_digest(container)
-    assert not check_table(uri, "v3").compliant
-
-    dry = upgrade_table(None, uri, "v3", dry_run=True)
-    assert dry.needed and dry.version is None and dry.rewritten
-    assert abfs.container_digest(container) == before
-
-    done = upgrade_table(spark, uri, "v3")
-    assert done.version == 1 and done.committed
-    report = check_table(uri, "v3", files="all")
-    assert report.compliant, report.render_text()
-    assert report.files_checked == report.files_total
 
 
 @pytest.mark.xfail(
