@@ -827,6 +827,15 @@ def _file_rules() -> list[Rule]:
 # rule id a user can meet is in one catalog, with the data its layer reads as params.
 
 _WRITE = "icecompat_writer.writing.compose"
+# Delta's write rules judged on the log's JSON alone, shared by the writer, the guard and the checker
+_WRITES = "icecompat_writer.rules.writes"
+_WRITES_RULES = frozenset(
+    {
+        "DELTA-WRITE-CONFIG-PROPERTY",
+        "DELTA-WRITE-PROPERTY-VALUE",
+        "DELTA-WRITE-VARIANT-ICEBERG-V3",
+    }
+)
 _WRITE_CLAUSE = f"{P}#schema-serialization-format"
 _EMIT = "icecompat_writer.iceberg"
 _EMIT_CLAUSE = "docs/iceberg.md#then-the-emitters-own-checks"
@@ -850,7 +859,7 @@ BOOLEAN_PROPERTIES = (
 def _write_rule(rule_id: str, checks: str, message: str, fix: str, **params: object) -> Rule:
     return Rule(
         rule_id, ALL, None, checks=checks, message=message, fix=fix, clause=_WRITE_CLAUSE,
-        params=params, stages=(Stage.PLAN,), layer=_WRITE,
+        params=params, stages=(Stage.PLAN,), layer=_WRITES if rule_id in _WRITES_RULES else _WRITE,
     )  # fmt: skip
 
 
