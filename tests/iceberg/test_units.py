@@ -265,6 +265,16 @@ def test_partition_values_are_typed() -> None:
         parse_partition_value("maybe", "boolean")
 
 
+def test_binary_partition_values_are_the_utf8_bytes_delta_logged() -> None:
+    # delta-spark logs a binary partition value through Spark's binary-to-string cast (UTF-8), e.g.
+    # unhex('C3A9E282AC') as "é€" and unhex('0102') as "\x01\x02" (seen in a table it wrote).
+    assert parse_partition_value("é€", "binary") == bytes.fromhex("C3A9E282AC")
+    assert parse_partition_value("\x01\x02", "binary") == b"\x01\x02"
+    # unhex('41FF42') is logged as "A\ufffdB": the byte 0xFF is not in the log, so nothing is guessed.
+    with pytest.raises(PartitionValueError, match="U\\+FFFD"):
+        parse_partition_value("A\ufffdB", "binary")
+
+
 def test_single_value_serialization_follows_appendix_d() -> None:
     assert serialize(1, "int") == b"\x01\x00\x00\x00"
     assert serialize(-2, "long") == struct.pack("<q", -2)
