@@ -913,6 +913,11 @@ def _write_rule(rule_id: str, checks: str, message: str, fix: str, **params: obj
     )  # fmt: skip
 
 
+def _upgrade_too(rule_id: str, checks: str, message: str, fix: str) -> Rule:
+    """A write rule the upgrade enforces as well, before it rewrites any file."""
+    return replace(_write_rule(rule_id, checks, message, fix), stages=(Stage.PLAN, Stage.UPGRADE))
+
+
 def _emit_rule(rule_id: str, checks: str, message: str, fix: str, clause: str = _EMIT_CLAUSE) -> Rule:
     return Rule(
         rule_id, ALL, None, checks=checks, message=message, fix=fix, clause=clause,
@@ -989,7 +994,7 @@ def _layer_rules() -> list[Rule]:
             },
             feature_statuses=["supported", "enabled"],
         ),
-        _write_rule(
+        _upgrade_too(
             "DELTA-WRITE-VARIANT-ICEBERG-V3",
             "No variant column is written into a table with IcebergCompatV3 (delta-spark 4.4 fails on it).",
             "delta-spark 4.4 cannot write a variant column into a table with IcebergCompatV3",
