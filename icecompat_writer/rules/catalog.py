@@ -30,7 +30,9 @@ from icecompat_writer.rules.kinds import check_against_kinds, kind_of
 from icecompat_writer.rules.model import Rule, Scope, Stage, unique_ids
 from icecompat_writer.schema import MAX_FIELD_ID, MIN_FIELD_ID
 
-__all__ = ["CATALOG", "LAYER_RULES", "RULES", "RULES_BY_ID", "layer_rule", "layer_violation"]
+__all__ = [
+    "CATALOG", "DELTA_SPARK_RULES", "LAYER_RULES", "RULES", "RULES_BY_ID", "layer_rule", "layer_violation",
+]  # fmt: skip
 
 V3, W1, W3 = "v3", "writer-v1", "writer-v3"
 ALL = (V3, W1, W3)
@@ -1136,6 +1138,10 @@ CATALOG: tuple[Rule, ...] = tuple(
     )
 )
 check_against_kinds(CATALOG)
+
+# What delta-spark refuses to write although the protocol and Iceberg allow it: a writer's limit, not a
+# property of the table's Iceberg view (the emitter converts such tables written by other writers).
+DELTA_SPARK_RULES = frozenset(r.id for r in _delta_spark_rules())
 
 # The rules the write, Iceberg and upgrade layers enforce themselves.
 LAYER_RULES: tuple[Rule, ...] = tuple(_layer_rules())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import io
 import json
@@ -31,7 +32,7 @@ from icecompat_writer.iceberg.values import (
     parse_stats,
     serialize,
 )
-from icecompat_writer.planning import PROFILES, validate
+from icecompat_writer.planning import PROFILES, plan, validate
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 EMPTY_SCHEMA = '{"type":"struct","fields":[]}'
@@ -421,3 +422,20 @@ def test_avro_names_are_legal() -> None:
     assert avro_name("ok_name1") == "ok_name1"
     assert avro_name("1st") == "_1st"
     assert avro_name("a-b c") == "a_x2Db_x20c"
+
+
+def test_what_only_delta_spark_refuses_does_not_block_the_iceberg_view() -> None:
+    """A decimal partition column is refused for delta-spark's writes (DELTA-SPARK-DECIMAL-PARTITION),
+    but a table another writer made with one converts: Iceberg partitions by decimals."""
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "d", "type": "decimal(12,5)", "nullable": True, "metadata": {}},
+        ],
+    }
+    planned = plan("v3", Metadata(json.dumps(schema), (), {}, id="t"))
+    md = dataclasses.replace(planned.metadata, partition_columns=("d",))
+    assert [v.rule for v in validate("v3", md, planned.protocol)] == ["DELTA-SPARK-DECIMAL-PARTITION"]
+    converted, problems = table_violations(planned.protocol, md, 3)
+    assert problems == [] and converted is not None
