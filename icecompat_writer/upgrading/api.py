@@ -66,6 +66,7 @@ class UpgradeResult:
     rows: int = 0
     files_total: int = 0
     attempts: int = 1
+    column_mapping_first: bool = False
     column_mapping_version: int | None = None
 
     @property
@@ -96,10 +97,11 @@ class UpgradeResult:
         if self.recommitted:
             verb = "would re-add" if dry else "re-added"
             what += f"; {verb} {len(self.recommitted)} file(s) unchanged for row ids"
-        if self.column_mapping_version is not None:
-            what += (
-                f"; change data feed is on, so column mapping was turned on first, in version "
-                f"{self.column_mapping_version}"
+        if self.column_mapping_first:
+            what += "; change data feed is on, so column mapping " + (
+                "would be turned on first, in a commit of its own"
+                if dry
+                else f"was turned on first, in version {self.column_mapping_version}"
             )
         if self.dry_run:
             return (
@@ -162,6 +164,7 @@ class UpgradeResult:
             },
             "rows": self.rows,
             "attempts": self.attempts,
+            "column_mapping_first": self.column_mapping_first,
             "column_mapping_version": self.column_mapping_version,
         }
 
@@ -232,7 +235,13 @@ def upgrade_table(
     location = _location(path)
     prof = get_profile(profile)
     if dry_run:
-        return UpgradeResult.from_plan(plan_upgrade(location, prof.name), dry_run=True)
+        try:
+            return UpgradeResult.from_plan(plan_upgrade(location, prof.name), dry_run=True)
+        except CompatViolation as err:
+            if not _column_mapping_first(err):
+                raise
+        ahead = plan_upgrade(location, prof.name, column_mapping_first=True)
+        return replace(UpgradeResult.from_plan(ahead, dry_run=True), column_mapping_first=True)
     if spark is None:
         raise IcecompatError("upgrade_table needs a SparkSession (only a dry run does without one)")
     if prof.name.startswith("writer-"):
@@ -305,7 +314,7 @@ def upgrade_table(
     mapped_at = read_snapshot(location).version
     log.info("turned column mapping on in %s at version %d before the upgrade", location, mapped_at)
     result = transaction.run(spark, location, attempt_upgrade)
-    return replace(result, column_mapping_version=mapped_at)
+    return replace(result, column_mapping_first=True, column_mapping_version=mapped_at)
 
 
 def _column_mapping_first(err: CompatViolation) -> bool:

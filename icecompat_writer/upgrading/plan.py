@@ -155,9 +155,15 @@ def iceberg_metadata_files(table_root: str | Path) -> list[str]:
         return []
 
 
-def plan_upgrade(table: str | Path, profile: str, *, version: int | None = None) -> UpgradePlan:
+def plan_upgrade(
+    table: str | Path, profile: str, *, version: int | None = None, column_mapping_first: bool = False
+) -> UpgradePlan:
     """Plan the upgrade of the table at ``table`` (a local path) to ``profile``, at ``version``
     (default: the latest). Reads the log and every live file's footer; writes nothing.
+
+    ``column_mapping_first`` plans from the table as it is after a commit of its own turned column
+    mapping ``name`` mode on (every physical name the column's name): what the upgrade of a table with
+    change data feed does first, and what its dry run reports.
 
     Raises :class:`CompatViolation` for what no rewrite can fix, :class:`UpgradeRefused` when the
     rewrite would break the table's readers or the table cannot be read whole,
@@ -171,10 +177,12 @@ def plan_upgrade(table: str | Path, profile: str, *, version: int | None = None)
     if seen.errors:
         raise UpgradeRefused([_unreadable(prof.name, f) for f in seen.errors], f"(upgrading {root})")
     previous = snapshot.state
+    if column_mapping_first:
+        previous = replace(previous, metadata=_name_mode(previous.metadata))
 
     reasons: tuple[Violation, ...] = ()
     refused: CompatViolation | None = None
-    start, retired = retire_older_compat(prof.name, prof.rule_ids, _in_place_metadata(snapshot.metadata))
+    start, retired = retire_older_compat(prof.name, prof.rule_ids, _in_place_metadata(previous.metadata))
     try:
         planned = plan(prof, start, None, previous)
     except CompatViolation as err:
@@ -307,6 +315,16 @@ def _in_place_metadata(metadata: Metadata) -> Metadata:
     if CM_MODE_KEY in config and column_mapping_mode(config) == "none":
         return metadata.with_configuration({k: v for k, v in config.items() if k != CM_MODE_KEY})
     return metadata
+
+
+def _name_mode(metadata: Metadata) -> Metadata:
+    """The metadata after Delta turned ``name`` mode on for a table without column mapping: every field
+    keeps its name as its physical name (Delta also numbers them; the planner does that here)."""
+    schema = copy.deepcopy(metadata.schema)
+    for f in _fields(schema):
+        f["metadata"] = {**(f.get("metadata") or {}), CM_PHYSICAL_NAME: f["name"]}
+    config = {**metadata.configuration, CM_MODE_KEY: "name"}
+    return metadata.with_configuration(config).with_schema(schema)
 
 
 def new_state_metadata(metadata: Metadata) -> Metadata:

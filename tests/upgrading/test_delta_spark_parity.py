@@ -129,8 +129,13 @@ def test_change_data_feed_table_gets_column_mapping_in_a_commit_of_its_own(
 ) -> None:
     root = copy(sources, "change_data_feed", tmp_path)
     expected = rows(spark, root)
+    before = support.tree_digest(root)
+    dry = upgrade_table(None, root, "v3", dry_run=True)
+    assert dry.column_mapping_first and dry.version is None and len(dry.rewritten) == 1
+    assert "would be turned on first" in dry.headline()
+    assert support.tree_digest(root) == before
     result = upgrade_table(spark, root, "v3")
-    assert (result.column_mapping_version, result.version) == (1, 2)
+    assert result.column_mapping_first and (result.column_mapping_version, result.version) == (1, 2)
     assert check_table(root, "v3", files="all").compliant
     assert rows(spark, root) == expected
     assert support.latest(root, "metaData")["configuration"]["delta.enableChangeDataFeed"] == "true"
