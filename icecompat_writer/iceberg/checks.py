@@ -32,6 +32,7 @@ from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import Violation
 from icecompat_writer.facts import DataFileFacts
 from icecompat_writer.planning import DEFAULT_PROFILE, PROFILES, Profile, validate
+from icecompat_writer.rules.catalog import DELTA_SPARK_RULES
 from icecompat_writer.rules.detection import declared_profile
 from icecompat_writer.schema import CM_MODE
 
@@ -174,7 +175,8 @@ def table_violations(
     be reported twice.
     """
     rules = rule_set_for(metadata)
-    out = list(validate(rules.profile, metadata, protocol, None, files=files))
+    found = validate(rules.profile, metadata, protocol, None, files=files)
+    out = [v for v in found if v.rule not in DELTA_SPARK_RULES]  # delta-spark's limits, not Iceberg's
     out.extend(_emitter_violations(rules, metadata, format_version))
     if out:
         return None, out

@@ -70,6 +70,23 @@ def _parse_timestamp(text: str, with_zone: bool) -> int:
     return _micros(value - _EPOCH_NAIVE)
 
 
+def _binary_partition_value(text: str) -> bytes:
+    """The bytes of a binary partition value from the string Delta wrote into the log.
+
+    delta-spark turns the bytes into the log's string by Spark's binary-to-string cast, which reads
+    them as UTF-8: the value's UTF-8 encoding is the bytes, exactly, whenever they were valid UTF-8.
+    Bytes that are not (e.g. ``0xFF``) were replaced by U+FFFD in the log, so the original bytes are
+    lost there (Delta's own readers return the replacement); converting them would publish different
+    bytes than the data file holds, so such a value is refused.
+    """
+    if "\ufffd" in text:
+        raise PartitionValueError(
+            f"binary partition value {text!r} holds U+FFFD: Delta logged bytes that are not UTF-8 as "
+            "replacement characters, so the original bytes are not in the log"
+        )
+    return text.encode("utf-8", "surrogatepass")
+
+
 def parse_partition_value(text: str | None, iceberg_type: str) -> Any:
     """Delta's string partition value (PROTOCOL "Partition Value Serialization") -> raw value.
 
@@ -96,8 +113,7 @@ def parse_partition_value(text: str | None, iceberg_type: str) -> Any:
         if iceberg_type == "string":
             return text
         if iceberg_type == "binary":
-            # Delta escapes each byte as one character (e.g. "\u0001\u0002").
-            return text.encode("latin-1")
+            return _binary_partition_value(text)
         if iceberg_decimal_params(iceberg_type) is not None:
             return Decimal(text)
     except (ValueError, UnicodeEncodeError, InvalidOperation) as err:

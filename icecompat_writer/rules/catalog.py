@@ -30,7 +30,9 @@ from icecompat_writer.rules.kinds import check_against_kinds, kind_of
 from icecompat_writer.rules.model import Rule, Scope, Stage, unique_ids
 from icecompat_writer.schema import MAX_FIELD_ID, MIN_FIELD_ID
 
-__all__ = ["CATALOG", "LAYER_RULES", "RULES", "RULES_BY_ID", "layer_rule", "layer_violation"]
+__all__ = [
+    "CATALOG", "DELTA_SPARK_RULES", "LAYER_RULES", "RULES", "RULES_BY_ID", "layer_rule", "layer_violation",
+]  # fmt: skip
 
 V3, W1, W3 = "v3", "writer-v1", "writer-v3"
 ALL = (V3, W1, W3)
@@ -63,6 +65,10 @@ W_ALLOWLIST = f"{W}#allowed-supported-list-of-features"
 MPC = "delta-rfc-materialize-partition-columns.md#materialize-partition-columns"
 ICEBERG_RESERVED = "iceberg-spec.md#reserved-field-ids"
 OURS = "docs/profiles.md#one-profile-per-table"
+# What delta-spark 4.4.0 refuses although the protocol allows it (docs/profiles.md lists why).
+SPARK = "docs/profiles.md#what-delta-spark-refuses"
+SPARK_ICV = "delta-spark 4.4.0 IcebergCompat.scala"
+SPARK_TXN = "delta-spark 4.4.0 OptimisticTransaction.scala"
 KERNEL_W3 = "Delta Kernel IcebergWriterCompatV3MetadataValidatorAndUpdater"
 
 V2_TYPES = (
@@ -725,6 +731,61 @@ def _writer_compat_feature_rules() -> list[Rule]:
     ]
 
 
+def _delta_spark_rules() -> list[Rule]:
+    """What delta-spark 4.4.0 refuses on tables the profiles otherwise allow: the user hears it from the
+    planner, before any file is written, instead of as an engine error after the write."""
+    return [
+        Rule(
+            "DELTA-SPARK-DECIMAL-PARTITION",
+            ALL,
+            "forbidden_partition_types",
+            checks="No partition column is a decimal (delta-spark's IcebergCompat partition type check "
+            "refuses every decimal).",
+            message="partition column of type {type}: delta-spark 4.4 refuses decimal partition columns "
+            "while IcebergCompat is enabled (UNSUPPORTED_PARTITION_DATA_TYPE), although the protocol and "
+            "Iceberg allow them",
+            fix="partition by another column (e.g. a string or long derived from the decimal), or keep "
+            "this table without IcebergCompat",
+            clause=SPARK,
+            also=(R3_WRITER, P2_WRITER),
+            reference=SPARK_ICV + " CheckPartitionDataTypeInV2AllowList",
+            params={"types": ["decimal"]},
+        ),
+        Rule(
+            "DELTA-SPARK-COLLATION",
+            (V3,),
+            "forbidden_column_metadata_key",
+            checks="No column has a non-default collation (__COLLATIONS metadata).",
+            message="the column has a collation (`{key}`): delta-spark 4.4 refuses every commit that "
+            "changes the metadata of a table with a collated string (DELTA_UNSUPPORTED_DATA_TYPES) and "
+            "IcebergCompat's type allow-list has only the default string",
+            fix="use the default collation (cast the column with `COLLATE UTF8_BINARY` and overwrite the "
+            "table with overwriteSchema=true), or keep this table without IcebergCompatV3",
+            clause=SPARK,
+            also=(R3_WRITER,),
+            reference=SPARK_TXN + " findUnsupportedDataTypes; " + SPARK_ICV + " CheckTypeInV3AllowList",
+            params={"keys": ["__COLLATIONS"]},
+        ),
+        Rule(
+            "DELTA-SPARK-CDF-COLUMN-MAPPING",
+            ALL,
+            "cdf_column_mapping_change",
+            checks="With change data feed enabled, a commit does not turn column mapping on or drop or "
+            "rename a physical column (delta-spark refuses such a commit when it adds or removes files).",
+            message="change data feed is enabled (`{key}`) and this commit changes column mapping "
+            "({observed}); delta-spark 4.4 refuses it together with data files "
+            "(DELTA_BLOCK_COLUMN_MAPPING_AND_CDC_OPERATION)",
+            fix="turn column mapping on in a commit of its own first (ALTER TABLE ... SET TBLPROPERTIES "
+            "('delta.columnMapping.mode'='name')), then write or upgrade; or set `{key}` to false for "
+            "the rewrite and back to true after it",
+            clause=SPARK,
+            also=(P_CM_WRITER,),
+            reference=SPARK_TXN + " blockColumnMappingAndCdcOperation",
+            params={"key": "delta.enableChangeDataFeed"},
+        ),
+    ]
+
+
 def _replace_rules() -> list[Rule]:
     return [
         Rule(
@@ -863,6 +924,11 @@ def _write_rule(rule_id: str, checks: str, message: str, fix: str, **params: obj
     )  # fmt: skip
 
 
+def _upgrade_too(rule_id: str, checks: str, message: str, fix: str) -> Rule:
+    """A write rule the upgrade enforces as well, before it rewrites any file."""
+    return replace(_write_rule(rule_id, checks, message, fix), stages=(Stage.PLAN, Stage.UPGRADE))
+
+
 def _emit_rule(rule_id: str, checks: str, message: str, fix: str, clause: str = _EMIT_CLAUSE) -> Rule:
     return Rule(
         rule_id, ALL, None, checks=checks, message=message, fix=fix, clause=clause,
@@ -939,7 +1005,7 @@ def _layer_rules() -> list[Rule]:
             },
             feature_statuses=["supported", "enabled"],
         ),
-        _write_rule(
+        _upgrade_too(
             "DELTA-WRITE-VARIANT-ICEBERG-V3",
             "No variant column is written into a table with IcebergCompatV3 (delta-spark 4.4 fails on it).",
             "delta-spark 4.4 cannot write a variant column into a table with IcebergCompatV3",
@@ -1075,11 +1141,16 @@ CATALOG: tuple[Rule, ...] = tuple(
         *_row_tracking_rules(),
         *_type_rules(),
         *_writer_compat_feature_rules(),
+        *_delta_spark_rules(),
         *_replace_rules(),
         *_file_rules(),
     )
 )
 check_against_kinds(CATALOG)
+
+# What delta-spark refuses to write although the protocol and Iceberg allow it: a writer's limit, not a
+# property of the table's Iceberg view (the emitter converts such tables written by other writers).
+DELTA_SPARK_RULES = frozenset(r.id for r in _delta_spark_rules())
 
 # The rules the write, Iceberg and upgrade layers enforce themselves.
 LAYER_RULES: tuple[Rule, ...] = tuple(_layer_rules())

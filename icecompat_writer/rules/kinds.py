@@ -342,6 +342,17 @@ def _type_allowlist(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
         )
 
 
+@kind("forbidden_partition_types", Scope.METADATA, params=("types",), fields=("type",))
+def _forbidden_partition_types(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
+    """No partition column's type is one of ``types`` (``decimal`` stands for every precision)."""
+    types = set(rule.param("types"))
+    for name in ctx.metadata.partition_columns:
+        f = ctx.schema.top_level(name)
+        if f is not None and type_category(f.type) in types:
+            yield _f(f.path, observed=type_text(f.type), expected="not " + " or ".join(sorted(types)),
+                     type=type_text(f.type))  # fmt: skip
+
+
 @kind("forbidden_types", Scope.SCHEMA, params=("types",), fields=("type",))
 def _forbidden_types(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """No type in the schema is one of ``types``."""
@@ -478,6 +489,38 @@ def _map_key_struct_immutable(ctx: EvalContext, rule: Rule) -> Iterator[Finding]
         old = before.get((physical_path(s.owner), s.key)) if s.key.endswith(".key") else None
         if old is not None and type_shape(old) != type_shape(s.type):
             yield _f(s.path, observed=type_text(s.type), expected=f"unchanged {type_text(old)}")
+
+
+@kind("cdf_column_mapping_change", Scope.REPLACE, params=("key",), fields=("key",))
+def _cdf_column_mapping_change(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
+    """With the boolean property ``key`` (change data feed) true, the new state does not move column
+    mapping from none to a mode, and keeps every physical column of a mapped previous state under its
+    logical name (delta-spark treats a missing physical name as a drop, a new logical name as a
+    rename)."""
+    key = rule.param("key")
+    if ctx.previous is None or not ctx.is_true(key):
+        return
+    before = column_mapping_mode(ctx.previous.metadata.configuration)
+    after = column_mapping_mode(ctx.config)
+    if after == "none":
+        return
+    if before == "none":
+        if ctx.previous_schema is not None and ctx.previous_schema.fields:
+            yield _f(
+                observed=f"column mapping {before} -> {after}", expected="column mapping unchanged", key=key
+            )
+        return
+    prev = ctx.previous_schema
+    if prev is None:
+        return
+    now = {physical_path(f): f.name for f in ctx.schema.fields}
+    for f in prev.fields:
+        name = now.get(physical_path(f))
+        if name is None:
+            want = f"physical column {f.physical_name}"
+            yield _f(f.path, observed="physical column dropped", expected=want, key=key)
+        elif name != f.name:
+            yield _f(f.path, observed=f"renamed to {name}", expected=f"name {f.name}", key=key)
 
 
 @kind("column_mapping_mode_transition", Scope.REPLACE, params=("from_none",))

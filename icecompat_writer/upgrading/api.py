@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.errors import CompatViolation, IcecompatError, TableReadError
 from icecompat_writer.rules.catalog import ASSIGNED_AT_COMMIT
+from icecompat_writer.schema import CM_MODE
 from icecompat_writer.upgrading.plan import FileRewrite, UpgradePlan, plan_upgrade
 
 if TYPE_CHECKING:
@@ -64,6 +66,8 @@ class UpgradeResult:
     rows: int = 0
     files_total: int = 0
     attempts: int = 1
+    column_mapping_first: bool = False
+    column_mapping_version: int | None = None
 
     @property
     def committed(self) -> bool:
@@ -93,6 +97,12 @@ class UpgradeResult:
         if self.recommitted:
             verb = "would re-add" if dry else "re-added"
             what += f"; {verb} {len(self.recommitted)} file(s) unchanged for row ids"
+        if self.column_mapping_first:
+            what += "; change data feed is on, so column mapping " + (
+                "would be turned on first, in a commit of its own"
+                if dry
+                else f"was turned on first, in version {self.column_mapping_version}"
+            )
         if self.dry_run:
             return (
                 f"dry run: upgrading {self.table} to {self.profile} from version {self.read_version} "
@@ -154,6 +164,8 @@ class UpgradeResult:
             },
             "rows": self.rows,
             "attempts": self.attempts,
+            "column_mapping_first": self.column_mapping_first,
+            "column_mapping_version": self.column_mapping_version,
         }
 
     @classmethod
@@ -223,7 +235,13 @@ def upgrade_table(
     location = _location(path)
     prof = get_profile(profile)
     if dry_run:
-        return UpgradeResult.from_plan(plan_upgrade(location, prof.name), dry_run=True)
+        try:
+            return UpgradeResult.from_plan(plan_upgrade(location, prof.name), dry_run=True)
+        except CompatViolation as err:
+            if not _column_mapping_first(err):
+                raise
+        ahead = plan_upgrade(location, prof.name, column_mapping_first=True)
+        return replace(UpgradeResult.from_plan(ahead, dry_run=True), column_mapping_first=True)
     if spark is None:
         raise IcecompatError("upgrade_table needs a SparkSession (only a dry run does without one)")
     if prof.name.startswith("writer-"):
@@ -283,4 +301,26 @@ def upgrade_table(
             attempts=t.number,
         )
 
-    return transaction.run(spark, location, attempt_upgrade)
+    try:
+        return transaction.run(spark, location, attempt_upgrade)
+    except CompatViolation as err:
+        if not _column_mapping_first(err):
+            raise
+    # Change data feed is on and the table has no column mapping: delta-spark refuses to turn column
+    # mapping on in a commit that also writes files, but accepts it in a commit of its own, after which
+    # the upgrade keeps every physical name (DELTA-SPARK-CDF-COLUMN-MAPPING).
+    quoted = location.replace("`", "``")
+    spark.sql(f"ALTER TABLE delta.`{quoted}` SET TBLPROPERTIES ('{CM_MODE}'='name')").collect()
+    mapped_at = read_snapshot(location).version
+    log.info("turned column mapping on in %s at version %d before the upgrade", location, mapped_at)
+    result = transaction.run(spark, location, attempt_upgrade)
+    return replace(result, column_mapping_first=True, column_mapping_version=mapped_at)
+
+
+def _column_mapping_first(err: CompatViolation) -> bool:
+    """Whether the only refusal is change data feed with column mapping being turned on (not a column
+    dropped or renamed): the one case a commit of its own resolves."""
+    return bool(err.violations) and all(
+        v.rule == "DELTA-SPARK-CDF-COLUMN-MAPPING" and v.path == "" and "none ->" in (v.observed or "")
+        for v in err.violations
+    )

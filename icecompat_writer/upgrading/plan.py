@@ -25,7 +25,7 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +33,10 @@ from icecompat_writer.checking.check import CheckFinding, snapshot_facts, violat
 from icecompat_writer.deltalog import AddFile, Metadata, TableState, read_snapshot
 from icecompat_writer.errors import CompatViolation, IcecompatError, UpgradeRefused, Violation
 from icecompat_writer.planning import Change, Plan, get_profile, plan, validate
-from icecompat_writer.rules.catalog import ASSIGNED_AT_COMMIT, layer_rule
+from icecompat_writer.rules.catalog import ASSIGNED_AT_COMMIT, RULES_BY_ID, layer_rule, layer_violation
 from icecompat_writer.rules.context import CM_MODE_KEY, column_mapping_mode
 from icecompat_writer.rules.model import Scope
+from icecompat_writer.rules.schema import index_schema_string
 from icecompat_writer.schema import (
     CM_ID,
     CM_NESTED_IDS,
@@ -154,9 +155,15 @@ def iceberg_metadata_files(table_root: str | Path) -> list[str]:
         return []
 
 
-def plan_upgrade(table: str | Path, profile: str, *, version: int | None = None) -> UpgradePlan:
+def plan_upgrade(
+    table: str | Path, profile: str, *, version: int | None = None, column_mapping_first: bool = False
+) -> UpgradePlan:
     """Plan the upgrade of the table at ``table`` (a local path) to ``profile``, at ``version``
     (default: the latest). Reads the log and every live file's footer; writes nothing.
+
+    ``column_mapping_first`` plans from the table as it is after a commit of its own turned column
+    mapping ``name`` mode on (every physical name the column's name): what the upgrade of a table with
+    change data feed does first, and what its dry run reports.
 
     Raises :class:`CompatViolation` for what no rewrite can fix, :class:`UpgradeRefused` when the
     rewrite would break the table's readers or the table cannot be read whole,
@@ -170,11 +177,14 @@ def plan_upgrade(table: str | Path, profile: str, *, version: int | None = None)
     if seen.errors:
         raise UpgradeRefused([_unreadable(prof.name, f) for f in seen.errors], f"(upgrading {root})")
     previous = snapshot.state
+    if column_mapping_first:
+        previous = replace(previous, metadata=_name_mode(previous.metadata))
 
     reasons: tuple[Violation, ...] = ()
     refused: CompatViolation | None = None
+    start, retired = retire_older_compat(prof.name, prof.rule_ids, _in_place_metadata(previous.metadata))
     try:
-        planned = plan(prof, _in_place_metadata(snapshot.metadata), None, previous)
+        planned = plan(prof, start, None, previous)
     except CompatViolation as err:
         refused = err
     new_state = refused is not None
@@ -184,7 +194,8 @@ def plan_upgrade(table: str | Path, profile: str, *, version: int | None = None)
             raise _unfixable(refused, root, prof.name)
         try:
             # A new table state keeps the protocol: Delta never drops a feature on an existing table.
-            planned = plan(prof, new_state_metadata(snapshot.metadata), snapshot.protocol, None)
+            restated, _ = retire_older_compat(prof.name, prof.rule_ids, new_state_metadata(snapshot.metadata))
+            planned = plan(prof, restated, snapshot.protocol, None)
         except CompatViolation as again:
             raise _unfixable(again, root, prof.name) from None
         published = iceberg_metadata_files(root)
@@ -192,6 +203,8 @@ def plan_upgrade(table: str | Path, profile: str, *, version: int | None = None)
             refusal = _iceberg_readers(prof.name, root, published, reasons)
             raise UpgradeRefused([refusal], f"(upgrading {root})")
 
+    if retired:
+        planned = replace(planned, changes=(*retired, *planned.changes))
     rules_state = None if new_state else previous
     problems = validate(prof, planned.metadata, planned.protocol, rules_state)
     if problems:  # pragma: no cover - plan() validates the same rules; kept as the writer keeps it
@@ -213,6 +226,12 @@ def plan_upgrade(table: str | Path, profile: str, *, version: int | None = None)
             if a.path in by_file
         )
         recommit = _needs_row_ids(planned.metadata, adds, {f.path for f in rewrite})
+    if rewrite or recommit:
+        refusals = engine_refusals(prof.name, planned, previous)
+        if refusals:
+            raise CompatViolation(
+                refusals, f"(upgrading {root} to {prof.name}; delta-spark would refuse the rewrite)"
+            )
     return UpgradePlan(
         table=root,
         profile=prof.name,
@@ -227,6 +246,64 @@ def plan_upgrade(table: str | Path, profile: str, *, version: int | None = None)
     )
 
 
+# The rules that retire an older IcebergCompat version: the upgrade sets their properties to false in its
+# commit (the protocol calls a version inactive when its property is not true; the feature may stay).
+_RETIRING_RULES = ("ICV3-NO-OLDER-COMPAT", "ICV2-NO-V1")
+
+
+def retire_older_compat(
+    profile: str, rule_ids: tuple[str, ...], metadata: Metadata
+) -> tuple[Metadata, tuple[Change, ...]]:
+    """The metadata with every older IcebergCompat version the profile forbids turned off, and the
+    changes that say so: an upgrade to IcebergCompatV3 retires V1/V2, one to writer-v1 retires V1, in
+    the commit that enables the newer version (as delta-spark's REORG ... UPGRADE UNIFORM does)."""
+    config = dict(metadata.configuration)
+    changes: list[Change] = []
+    for rule_id in _RETIRING_RULES:
+        if rule_id not in rule_ids:
+            continue
+        rule = RULES_BY_ID[rule_id]
+        for key in rule.param("keys"):
+            if _true(config, key):
+                config[key] = "false"
+                changes.append(
+                    Change(rule_id, "", f"set {key}=false (was {metadata.configuration[key]}): the older "
+                           f"IcebergCompat version is retired by the upgrade to {profile}", rule.checks)
+                )  # fmt: skip
+    if not changes:
+        return metadata, ()
+    return metadata.with_configuration(config), tuple(changes)
+
+
+def engine_refusals(profile: str, planned: Plan, previous: TableState) -> list[Violation]:
+    """What delta-spark 4.4 would refuse in a commit that writes data files under ``planned``: a variant
+    column under IcebergCompatV3 (its Parquet writer fails on it), and a column mapping change on a table
+    with change data feed (checked against the table as it is, also for a new table state)."""
+    found = [
+        v
+        for v in validate(profile, planned.metadata, planned.protocol, previous, scopes={Scope.REPLACE})
+        if v.rule == "DELTA-SPARK-CDF-COLUMN-MAPPING"
+    ]
+    if _true(planned.metadata.configuration, "delta.enableIcebergCompatV3"):
+        index = index_schema_string(planned.metadata.schema_string)
+        for node in index.of_categories(["variant"]):
+            rule = layer_rule("DELTA-WRITE-VARIANT-ICEBERG-V3")
+            found.append(
+                layer_violation(
+                    profile,
+                    rule.id,
+                    node.path,
+                    "the upgrade rewrites data files, and delta-spark 4.4 cannot write a variant column "
+                    "into a table with IcebergCompatV3 (the rewrite fails with INVALID_FIELD_NAME on the "
+                    "column's physical name)",
+                    rule.fix,
+                    observed="variant",
+                    clause=rule.clause,
+                )
+            )
+    return found
+
+
 def _unfixable(err: CompatViolation, root: str, profile: str) -> CompatViolation:
     return CompatViolation(err.violations, f"(upgrading {root} to {profile}; no rewrite can fix these)")
 
@@ -238,6 +315,16 @@ def _in_place_metadata(metadata: Metadata) -> Metadata:
     if CM_MODE_KEY in config and column_mapping_mode(config) == "none":
         return metadata.with_configuration({k: v for k, v in config.items() if k != CM_MODE_KEY})
     return metadata
+
+
+def _name_mode(metadata: Metadata) -> Metadata:
+    """The metadata after Delta turned ``name`` mode on for a table without column mapping: every field
+    keeps its name as its physical name (Delta also numbers them; the planner does that here)."""
+    schema = copy.deepcopy(metadata.schema)
+    for f in _fields(schema):
+        f["metadata"] = {**(f.get("metadata") or {}), CM_PHYSICAL_NAME: f["name"]}
+    config = {**metadata.configuration, CM_MODE_KEY: "name"}
+    return metadata.with_configuration(config).with_schema(schema)
 
 
 def new_state_metadata(metadata: Metadata) -> Metadata:

@@ -207,3 +207,36 @@ def test_a_failed_sync_is_answered_as_a_warning_and_prints_nothing(
         f"Delta version 4 of {tmp_path / 'gone'} committed; its Iceberg sync failed"
     )
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(
+    ("profile", "field_type", "field_meta", "partitions", "rule"),
+    [
+        ("v3", "decimal(12,5)", {}, ("d",), "DELTA-SPARK-DECIMAL-PARTITION"),
+        ("writer-v1", "decimal(38,18)", {}, ("d",), "DELTA-SPARK-DECIMAL-PARTITION"),
+        ("v3", "string", {"__COLLATIONS": {"d": "spark.UTF8_LCASE"}}, (), "DELTA-SPARK-COLLATION"),
+    ],
+)
+def test_the_guard_refuses_what_delta_spark_would(
+    profile: str, field_type: str, field_meta: dict, partitions: tuple[str, ...], rule: str
+) -> None:
+    """A guarded CREATE that delta-spark 4.4 would fail on (a decimal partition column, a collated
+    string) is answered with the rule and the column, before delta-spark writes anything."""
+    schema = {
+        "type": "struct",
+        "fields": [
+            SCHEMA["fields"][0],
+            {"name": "d", "type": field_type, "nullable": True, "metadata": field_meta},
+        ],
+    }
+    req = {
+        "op": "plan_metadata",
+        "profile": profile,
+        "table_exists": False,
+        "creating": True,
+        "table": "file:/t",
+        "new_metadata": Metadata(json.dumps(schema), partitions, {}, id="t").to_json(),
+    }
+    res = service.handle(req)
+    assert res["ok"] is False
+    assert {(v["rule"], v["path"]) for v in res["violations"]} == {(rule, "d")}

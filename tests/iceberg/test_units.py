@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import io
 import json
@@ -31,7 +32,7 @@ from icecompat_writer.iceberg.values import (
     parse_stats,
     serialize,
 )
-from icecompat_writer.planning import PROFILES, validate
+from icecompat_writer.planning import PROFILES, plan, validate
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 EMPTY_SCHEMA = '{"type":"struct","fields":[]}'
@@ -265,6 +266,16 @@ def test_partition_values_are_typed() -> None:
         parse_partition_value("maybe", "boolean")
 
 
+def test_binary_partition_values_are_the_utf8_bytes_delta_logged() -> None:
+    # delta-spark logs a binary partition value through Spark's binary-to-string cast (UTF-8), e.g.
+    # unhex('C3A9E282AC') as "é€" and unhex('0102') as "\x01\x02" (seen in a table it wrote).
+    assert parse_partition_value("é€", "binary") == bytes.fromhex("C3A9E282AC")
+    assert parse_partition_value("\x01\x02", "binary") == b"\x01\x02"
+    # unhex('41FF42') is logged as "A\ufffdB": the byte 0xFF is not in the log, so nothing is guessed.
+    with pytest.raises(PartitionValueError, match="U\\+FFFD"):
+        parse_partition_value("A\ufffdB", "binary")
+
+
 def test_single_value_serialization_follows_appendix_d() -> None:
     assert serialize(1, "int") == b"\x01\x00\x00\x00"
     assert serialize(-2, "long") == struct.pack("<q", -2)
@@ -411,3 +422,20 @@ def test_avro_names_are_legal() -> None:
     assert avro_name("ok_name1") == "ok_name1"
     assert avro_name("1st") == "_1st"
     assert avro_name("a-b c") == "a_x2Db_x20c"
+
+
+def test_what_only_delta_spark_refuses_does_not_block_the_iceberg_view() -> None:
+    """A decimal partition column is refused for delta-spark's writes (DELTA-SPARK-DECIMAL-PARTITION),
+    but a table another writer made with one converts: Iceberg partitions by decimals."""
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "d", "type": "decimal(12,5)", "nullable": True, "metadata": {}},
+        ],
+    }
+    planned = plan("v3", Metadata(json.dumps(schema), (), {}, id="t"))
+    md = dataclasses.replace(planned.metadata, partition_columns=("d",))
+    assert [v.rule for v in validate("v3", md, planned.protocol)] == ["DELTA-SPARK-DECIMAL-PARTITION"]
+    converted, problems = table_violations(planned.protocol, md, 3)
+    assert problems == [] and converted is not None

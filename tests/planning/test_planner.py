@@ -287,3 +287,25 @@ def test_edited_previous_schema_is_not_mutated_by_planning() -> None:
     bare = with_schema(prev, lambda sc: sc["fields"].append(field("z", "long")))
     plan("v3", bare.metadata, None, prev)
     assert prev.metadata.schema_string == before
+
+
+def test_change_data_feed_blocks_turning_column_mapping_on_with_a_write() -> None:
+    """delta-spark refuses a commit with data files that turns column mapping on while change data feed
+    is on; the plan of such a write says so first, with the commit of its own as the fix."""
+    cfg = {"delta.enableChangeDataFeed": "true"}
+    prev = TableState(Protocol(1, 4), metadata(struct(field("id", "long")), cfg), 2)
+    with raises_exactly(CompatViolation) as err:
+        plan("v3", metadata(struct(field("id", "long")), cfg), None, prev)
+    assert err.value.rules == ["DELTA-SPARK-CDF-COLUMN-MAPPING"]
+    (v,) = err.value.violations
+    assert v.observed == "column mapping none -> name"
+    assert "'delta.columnMapping.mode'='name'" in v.fix
+    # a new table has nothing to rename, and a table with change data feed off is not blocked
+    plan("v3", metadata(struct(field("id", "long")), cfg))
+    off = {"delta.enableChangeDataFeed": "false"}
+    plan(
+        "v3",
+        metadata(struct(field("id", "long")), off),
+        None,
+        replace(prev, metadata=metadata(struct(field("id", "long")), off)),
+    )

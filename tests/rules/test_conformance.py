@@ -99,6 +99,13 @@ def _fresh(s: TableState) -> int:
     return int(s.metadata.configuration["delta.columnMapping.maxColumnId"]) + 1
 
 
+_CDF_W = ("IWC1-NO-CHANGE-DATA-FEED",)
+
+
+def _cdf(s: TableState) -> TableState:
+    return with_config(s, {"delta.enableChangeDataFeed": "true"})
+
+
 def _add_key_field(s: TableState) -> TableState:
     new_id = _fresh(s)
 
@@ -581,7 +588,15 @@ CASES: list[Case] = [
     Case(
         "collated string",
         schema_edit(set_meta("my col", __COLLATIONS={"my col": "ICU.UNICODE_CI"})),
-        exp(w1=("IWC1-NO-COLLATIONS",), w3=("IWC1-NO-COLLATIONS",)),
+        exp(v3=("DELTA-SPARK-COLLATION",), w1=("IWC1-NO-COLLATIONS",), w3=("IWC1-NO-COLLATIONS",)),
+    ),
+    Case(
+        "decimal partition column (delta-spark refuses every decimal)",
+        schema_edit(set_type("p", "decimal(12,5)")),
+        exp(("DELTA-SPARK-DECIMAL-PARTITION",)),
+    ),
+    Case(
+        "decimal column that is not a partition column", schema_edit(set_type("id", "decimal(38,18)")), exp()
     ),
     # --- replace: new state against the previous one ----------------------------------------------------
     Case("append with the same state", replaced(lambda s: s), exp()),
@@ -628,6 +643,17 @@ CASES: list[Case] = [
         exp(w1=("IWC1-MAP-KEY-IMMUTABLE",), w3=("IWC1-MAP-KEY-IMMUTABLE",)),
     ),
     Case("map value changed", replaced(_add_value_field), exp()),
+    Case(
+        "change data feed on, a column renamed",
+        replaced(lambda s: with_schema(_cdf(s), lambda sc: find(sc, "id").update(name="id2"))),
+        exp(("DELTA-SPARK-CDF-COLUMN-MAPPING",), w1=_CDF_W, w3=_CDF_W),
+    ),
+    Case(
+        "change data feed on, a nested field dropped",
+        replaced(lambda s: with_schema(_cdf(s), lambda sc: find(sc, "a.b")["type"]["fields"].pop())),
+        exp(("DELTA-SPARK-CDF-COLUMN-MAPPING",), w1=_CDF_W, w3=_CDF_W),
+    ),
+    Case("change data feed on, the same columns", replaced(_cdf), exp(w1=_CDF_W, w3=_CDF_W)),
     Case("existing column renumbered", replaced(_renumber), exp(("CM-PHYSICAL-NAMES-STABLE",))),
     Case(
         "column mapping mode changed on an existing table",
