@@ -287,3 +287,21 @@ def test_edited_previous_schema_is_not_mutated_by_planning() -> None:
     bare = with_schema(prev, lambda sc: sc["fields"].append(field("z", "long")))
     plan("v3", bare.metadata, None, prev)
     assert prev.metadata.schema_string == before
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_checkpoints_that_would_drop_statistics_are_given_json_statistics_back(profile: str) -> None:
+    """delta.checkpoint.writeStatsAsJson=false with writeStatsAsStruct=false makes every checkpoint drop
+    numRecords; the plan turns JSON statistics back on (the user's false is overridden and said so)."""
+    config = {"delta.checkpoint.writeStatsAsJson": "false", "delta.checkpoint.writeStatsAsStruct": "false"}
+    p = plan(profile, metadata(BASE_SCHEMA, config))
+    assert p.metadata.configuration["delta.checkpoint.writeStatsAsJson"] == "true"
+    assert p.metadata.configuration["delta.checkpoint.writeStatsAsStruct"] == "false"
+    (change,) = [c for c in p.changes if c.rule == "DELTA-CHECKPOINT-STATS"]
+    assert change.what == "set delta.checkpoint.writeStatsAsJson=true (was false)"
+    assert validate(profile, p.metadata, p.protocol) == []
+    # statistics kept as structs are enough: nothing to change
+    config["delta.checkpoint.writeStatsAsStruct"] = "true"
+    p = plan(profile, metadata(BASE_SCHEMA, config))
+    assert p.metadata.configuration["delta.checkpoint.writeStatsAsJson"] == "false"
+    assert not [c for c in p.changes if c.rule == "DELTA-CHECKPOINT-STATS"]
