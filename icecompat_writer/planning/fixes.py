@@ -230,8 +230,8 @@ def _fix_checkpoint_stats(state: PlanState, rule: Rule) -> None:
     it, every later checkpoint drops what the profile needs (numRecords) from every file."""
     json_key, struct_key = rule.param("json_key"), rule.param("struct_key")
     as_json = str(state.config.get(json_key, "true")).strip().lower()
-    as_struct = str(state.config.get(struct_key, "false")).strip().lower()
-    if as_json == "false" and as_struct != "true":
+    as_struct = str(state.config.get(struct_key, "true")).strip().lower()
+    if as_json == "false" and as_struct == "false":
         state.set_config(rule, json_key, "true")
 
 

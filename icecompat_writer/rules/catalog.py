@@ -784,10 +784,10 @@ def _file_rules() -> list[Rule]:
             "DELTA-CHECKPOINT-STATS",
             ALL,
             "checkpoint_keeps_stats",
-            checks="Checkpoints keep the files' statistics: delta.checkpoint.writeStatsAsJson is not false "
-            "unless delta.checkpoint.writeStatsAsStruct is true.",
-            message="checkpoints of this table keep no statistics (`{key}` is false and "
-            "delta.checkpoint.writeStatsAsStruct is not true): once its commits are cleaned up, no "
+            checks="Checkpoints keep the files' statistics: delta.checkpoint.writeStatsAsJson and "
+            "delta.checkpoint.writeStatsAsStruct are not both false (delta-spark writes both when unset).",
+            message="checkpoints of this table keep no statistics (`{key}` and "
+            "delta.checkpoint.writeStatsAsStruct are false): once its commits are cleaned up, no "
             "file has numRecords in the log",
             fix="set `{key}` to true",
             clause=P_CHECKPOINTS,

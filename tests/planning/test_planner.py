@@ -300,8 +300,11 @@ def test_checkpoints_that_would_drop_statistics_are_given_json_statistics_back(p
     (change,) = [c for c in p.changes if c.rule == "DELTA-CHECKPOINT-STATS"]
     assert change.what == "set delta.checkpoint.writeStatsAsJson=true (was false)"
     assert validate(profile, p.metadata, p.protocol) == []
-    # statistics kept as structs are enough: nothing to change
-    config["delta.checkpoint.writeStatsAsStruct"] = "true"
-    p = plan(profile, metadata(BASE_SCHEMA, config))
-    assert p.metadata.configuration["delta.checkpoint.writeStatsAsJson"] == "false"
-    assert not [c for c in p.changes if c.rule == "DELTA-CHECKPOINT-STATS"]
+    # statistics kept as structs are enough (delta-spark writes them when the property is unset)
+    for as_struct in ("true", None):
+        config = {"delta.checkpoint.writeStatsAsJson": "false"}
+        if as_struct is not None:
+            config["delta.checkpoint.writeStatsAsStruct"] = as_struct
+        p = plan(profile, metadata(BASE_SCHEMA, config))
+        assert p.metadata.configuration["delta.checkpoint.writeStatsAsJson"] == "false"
+        assert not [c for c in p.changes if c.rule == "DELTA-CHECKPOINT-STATS"]

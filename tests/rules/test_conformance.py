@@ -350,6 +350,11 @@ CASES: list[Case] = [
         exp(),
     ),
     Case(
+        "checkpoints keep statistics as structs, delta-spark's default",
+        state_only(lambda s: with_config(s, {"delta.checkpoint.writeStatsAsJson": "false"})),
+        exp(),
+    ),
+    Case(
         "row tracking suspended",
         state_only(lambda s: with_config(s, {"delta.rowTrackingSuspended": "true"})),
         exp(v3=("ICV3-ROW-TRACKING-NOT-SUSPENDED",), w3=("ICV3-ROW-TRACKING-NOT-SUSPENDED",)),
