@@ -250,6 +250,7 @@ def read_parquet_actions(path: Location, *, with_adds: bool = True) -> ParquetAc
         spans: list[tuple[int, int, pa.Array | None]] = []
         wants: set[str] = set()
         start = 0
+        has_adds = False
         for batch in pf.iter_batches(columns=columns, batch_size=_BATCH_ROWS, use_threads=True):
             for name in non_file:
                 arr = batch.column(name)
@@ -269,10 +270,11 @@ def read_parquet_actions(path: Location, *, with_adds: bool = True) -> ParquetAc
                     out.adds.append(rows)
                     spans.append((start, len(column), None))
                 wants |= _missing_forms(column, add_fields)
+                has_adds = has_adds or column.null_count < len(column)
             start += batch.num_rows
         present_fields = _present_add_fields(schema)
         parsed_fields = [f for f in _PARSED_FORMS if f in wants and f in present_fields]
-        out.stats_dropped = bool(spans) and not present_fields & {"stats", "stats_parsed"}
+        out.stats_dropped = has_adds and not present_fields & {"stats", "stats_parsed"}
         if parsed_fields:
             out.parsed = _read_parsed(pf, parsed_fields, spans)
     finally:
