@@ -72,6 +72,7 @@ SIZE_MISMATCH = "size_mismatch"
 ROW_COUNT_MISMATCH = "row_count_mismatch"
 UNREADABLE_DELETION_VECTOR = "unreadable_deletion_vector"
 DELETION_VECTOR_CARDINALITY = "deletion_vector_cardinality_mismatch"
+NUM_RECORDS_FROM_FOOTERS = "num_records_from_footers"
 PATH_OUTSIDE_TABLE = FindingCode.PATH_OUTSIDE_TABLE.value
 
 
@@ -91,6 +92,7 @@ _WARNING_CODES = frozenset(
         FindingCode.STALE_LAST_CHECKPOINT,
         FindingCode.UNREADABLE_LAST_CHECKPOINT,
         FindingCode.INCOMPLETE_CHECKPOINT,
+        FindingCode.STATS_FROM_COMMITS,
     }
 )
 
@@ -102,7 +104,10 @@ class CheckFinding:
     ``code`` is a stable identifier: a :class:`~icecompat_writer.deltalog.FindingCode` value for the
     log, or ``missing_data_file`` / ``unreadable_data_file`` / ``size_mismatch`` / ``row_count_mismatch``
     / ``path_outside_table`` for data files, ``unreadable_deletion_vector`` /
-    ``deletion_vector_cardinality_mismatch`` for a data file's deletion vector. ``file`` is a log file
+    ``deletion_vector_cardinality_mismatch`` for a data file's deletion vector,
+    ``num_records_from_footers`` (a warning) when row counts the log does not hold were read from the
+    data files' footers (``stats_from_commits``, also a warning, when the log's commit files held the
+    statistics a checkpoint dropped). ``file`` is a log file
     relative to the table root, or a data file's path exactly as the log writes it; ``line`` is 1-based
     (log files only).
     """
@@ -587,6 +592,7 @@ def snapshot_facts(
     files: str = "all",
     progress: Callable[[int, int], None] | None = None,
     every_file: bool = True,
+    footer_counts: bool = False,
 ) -> SnapshotFacts:
     """The facts the file rules are evaluated on, and the findings of the log and the files.
 
@@ -594,6 +600,13 @@ def snapshot_facts(
     leaving the table root. With ``every_file`` (the upgrade, which judges each file against the
     metadata it is about to commit) there is one fact per live file, in the snapshot's order; without
     it (the checker) only the facts a file rule can fail on are built (:func:`_claimed_facts`).
+
+    With ``footer_counts`` (the checker), a file whose statistics the log lost (a checkpoint that
+    keeps none, the commit that added the file cleaned up: ``Snapshot.stats_lost``) takes its row
+    count from its Parquet footer, read for that even when ``files`` does not select it, and a
+    warning says how many counts came from footers. A file whose commit is there and wrote no
+    statistics keeps no count: that commit broke the rule. The upgrade counts no footer, so that it
+    rewrites such files and the log carries the statistic again.
     """
     kind, n = parse_files_option(files)
     selected = _selected_indexes(snapshot, kind, n)
@@ -609,7 +622,41 @@ def snapshot_facts(
         findings.extend(_outside_findings(snapshot))
     file_findings, read = _read_footers(snapshot, facts, selected, progress)
     findings.extend(file_findings)
+    if footer_counts:
+        extra_findings, extra_read = _count_from_footers(snapshot, facts)
+        findings.extend(extra_findings)
+        read += extra_read
     return SnapshotFacts(list(facts.values()), tuple(findings), len(selected), read)
+
+
+def _count_from_footers(
+    snapshot: Snapshot, facts: dict[int, DataFileFacts]
+) -> tuple[list[CheckFinding], int]:
+    """Give the files without ``numRecords`` their footer's row count (in place); the findings, and
+    how many footers were read for it (those of files the ``files`` option did not select)."""
+    lost = snapshot.stats_lost
+    uncounted = [i for i, f in facts.items() if f.num_records is None and f.path in lost]
+    if not uncounted:
+        return [], 0
+    unread = {i for i in uncounted if facts[i].footer is None and facts[i].footer_error is None}
+    findings, read = _read_footers(snapshot, facts, unread, None) if unread else ([], 0)
+    counted = 0
+    for i in uncounted:
+        footer = facts[i].footer
+        if footer is not None:
+            facts[i] = dataclasses.replace(facts[i], num_records=footer.num_rows)
+            counted += 1
+    if counted:
+        findings.append(
+            CheckFinding(
+                NUM_RECORDS_FROM_FOOTERS,
+                f"the checkpoint of version {snapshot.checkpoint_version} keeps no statistics and the "
+                f"commits that added {counted} live file(s) are gone; their row counts were read from "
+                "their Parquet footers (an upgrade rewrites them so that the log has them again)",
+                Severity.WARNING,
+            )
+        )
+    return findings, read
 
 
 def _deletion_vector_findings(
@@ -703,7 +750,7 @@ def check_table(
     declared = declared_profile(snapshot.metadata.configuration)
     chosen = profile or held_profile(snapshot.metadata.configuration, snapshot.protocol)
     try:
-        seen = snapshot_facts(snapshot, files=files, progress=progress, every_file=False)
+        seen = snapshot_facts(snapshot, files=files, progress=progress, every_file=False, footer_counts=True)
     except IcecompatError:
         raise
     except UNREADABLE_TABLE_ERRORS as e:  # live files are decoded lazily: damage may surface only here

@@ -36,6 +36,7 @@ from icecompat_writer.perf import gc_paused
 
 from .files import AddFile, DeletionVectorDescriptor, dv_unique_id, parse_num_records
 from .findings import FindingCode, LogFinding
+from .parsed import ParsedColumns, TypeTree, render_partition_values, render_stats
 from .paths import resolve_data_path_text
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "FILE_ACTIONS_SCHEMA",
     "LiveFiles",
     "checkpoint_adds",
+    "fill_parsed",
     "json_file_actions",
     "line_rows",
     "only_adds",
@@ -704,3 +706,54 @@ def build_live_files(
 
 def _non_empty(strings: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
     return pc.fill_null(pc.greater(pc.binary_length(strings), 0), False)
+
+
+# --- typed checkpoint columns ---------------------------------------------------------------------
+
+
+def fill_parsed(
+    entry: pa.RecordBatch | list[dict[str, Any]], parsed: ParsedColumns, tree: TypeTree
+) -> pa.RecordBatch | list[dict[str, Any]]:
+    """``entry`` (checkpoint adds as rows or dicts) with ``stats`` and ``partitionValues`` taken from
+    the rendered ``stats_parsed``/``partitionValues_parsed`` where an add has no string form.
+
+    The string form always wins where both exist: it is what the writer wrote, and what delta-spark
+    itself prefers.
+    """
+    stats = None if parsed.stats is None else render_stats(parsed.stats, tree)
+    values = (
+        None if parsed.partition_values is None else render_partition_values(parsed.partition_values, tree)
+    )
+    if isinstance(entry, list):
+        return _fill_dicts(entry, stats, values)
+    batch = entry
+    if stats is not None:
+        i = FILE_ACTIONS_SCHEMA.get_field_index("stats")
+        batch = batch.set_column(i, FILE_ACTIONS_SCHEMA.field(i), pc.coalesce(batch.column(i), stats))
+    if values is not None:
+        i = FILE_ACTIONS_SCHEMA.get_field_index("partitionValues")
+        current = batch.column(i)
+        if current.null_count == len(current):
+            merged = values
+        else:
+            n = len(current)
+            rows = pa.array(range(n), pa.int64())
+            pick = pc.if_else(current.is_valid(), rows, pc.add(rows, n))
+            merged = pa.concat_arrays([current, values]).take(pick)
+        batch = batch.set_column(i, FILE_ACTIONS_SCHEMA.field(i), merged)
+    return batch
+
+
+def _fill_dicts(
+    adds: list[dict[str, Any]], stats: pa.Array | None, values: pa.Array | None
+) -> list[dict[str, Any]]:
+    stats_list = None if stats is None else stats.to_pylist()
+    values_list = None if values is None else values.to_pylist()
+    out = []
+    for i, add in enumerate(adds):
+        if stats_list is not None and add.get("stats") is None and stats_list[i] is not None:
+            add = {**add, "stats": stats_list[i]}
+        if values_list is not None and add.get("partitionValues") is None and values_list[i] is not None:
+            add = {**add, "partitionValues": dict(values_list[i])}
+        out.append(add)
+    return out

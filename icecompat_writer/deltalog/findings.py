@@ -44,6 +44,9 @@ class FindingCode(enum.StrEnum):
     """A live AddFile path (or its deletion vector path) resolves outside the table root."""
     UNPARSEABLE_STATS = "unparseable_stats"
     """An AddFile's ``stats`` is not a JSON object; ``num_records`` is unknown."""
+    STATS_FROM_COMMITS = "stats_from_commits"
+    """The checkpoint used keeps no statistics for some live files; they were read from the commits
+    that added them (a table with both ``delta.checkpoint.writeStatsAs*`` properties false)."""
     CATALOG_MANAGED = "catalog_managed"
     """The table is catalog-managed: recent commits may exist only in its catalog."""
 

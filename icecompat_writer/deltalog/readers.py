@@ -9,9 +9,12 @@ Files are read through :mod:`icecompat_writer.storage`, so a log on S3, GCS or A
 local one; local files are opened only when they are regular files (never a named pipe or a device).
 
 * checkpoint Parquet is read with pyarrow, projecting only the action columns replay needs and, inside
-  ``add``, only the fields an AddFile has (never ``stats_parsed``/``partitionValues_parsed``, which can
-  be wider than everything else together). The ``add`` column is cast to the canonical types; only a
-  checkpoint whose types cannot be held exactly there is converted to dicts, column by column.
+  ``add``, only the fields an AddFile has. ``stats_parsed``/``partitionValues_parsed``, which can be
+  wider than everything else together, are read in a second pass only when some ``add`` lacks the
+  string form they stand for (a table with ``delta.checkpoint.writeStatsAsJson=false``); replay
+  renders them once it knows the table schema (:mod:`.parsed`). The ``add`` column is cast to the
+  canonical types; only a checkpoint whose types cannot be held exactly there is converted to
+  dicts, column by column.
   ``remove`` rows of a checkpoint are tombstones for VACUUM and are not read at all;
 * in a JSON file with many ``add``/``remove`` lines, those lines are parsed by pyarrow.json and the
   others by ``json.loads``. Whatever the columnar parse cannot reproduce exactly (a damaged line, an
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icecompat_writer import storage
@@ -41,6 +45,7 @@ from icecompat_writer.storage.local import (
 
 from .columnar import CONTENT_FIELDS, checkpoint_adds, json_file_actions
 from .findings import FindingCode, LogFinding
+from .parsed import ParsedColumns
 
 __all__ = [
     "ADD_FIELDS",
@@ -94,11 +99,17 @@ class ParquetActions:
     """The actions of one checkpoint Parquet file: non-file actions, then the ``add`` rows.
 
     ``adds`` holds, in file order, batches of file-action rows or, for a file whose ``add`` types
-    the canonical schema cannot hold exactly, lists of ``add`` objects as dicts.
+    the canonical schema cannot hold exactly, lists of ``add`` objects as dicts. ``parsed`` is None,
+    or holds for each entry of ``adds`` the ``stats_parsed``/``partitionValues_parsed`` values of its
+    rows (read when some add lacks ``stats`` or ``partitionValues`` and the file has the struct).
     """
 
     non_file: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     adds: list[pa.RecordBatch | list[dict[str, Any]]] = field(default_factory=list)
+    parsed: list[ParsedColumns] | None = None
+    stats_dropped: bool = False
+    """The file holds adds but neither ``add.stats`` nor ``add.stats_parsed``: its writer dropped
+    every file's statistics (both ``delta.checkpoint.writeStatsAs*`` properties false)."""
 
 
 def iter_json_lines(path: Location) -> Iterator[tuple[int, bytes]]:
@@ -235,6 +246,11 @@ def read_parquet_actions(path: Location, *, with_adds: bool = True) -> ParquetAc
                 columns.extend(f"add.{f}" for f in add_fields)
         if not columns:
             return out
+        # per entry of out.adds: its rows in the file (first, count) and which add rows they keep
+        spans: list[tuple[int, int, pa.Array | None]] = []
+        wants: set[str] = set()
+        start = 0
+        has_adds = False
         for batch in pf.iter_batches(columns=columns, batch_size=_BATCH_ROWS, use_threads=True):
             for name in non_file:
                 arr = batch.column(name)
@@ -249,10 +265,67 @@ def read_parquet_actions(path: Location, *, with_adds: bool = True) -> ParquetAc
                 if rows is None:  # a type the canonical schema cannot hold exactly: dicts, as JSON reads
                     as_dicts = True
                     out.adds.append(_adds_from_column(column, add_fields))
+                    spans.append((start, len(column), column.is_valid()))
                 else:
                     out.adds.append(rows)
+                    spans.append((start, len(column), None))
+                wants |= _missing_forms(column, add_fields)
+                has_adds = has_adds or column.null_count < len(column)
+            start += batch.num_rows
+        present_fields = _present_add_fields(schema)
+        parsed_fields = [f for f in _PARSED_FORMS if f in wants and f in present_fields]
+        out.stats_dropped = has_adds and not present_fields & {"stats", "stats_parsed"}
+        if parsed_fields:
+            out.parsed = _read_parsed(pf, parsed_fields, spans)
     finally:
         pf.close()
+    return out
+
+
+# The string form each typed checkpoint column stands in for (PROTOCOL.md "Checkpoints").
+_PARSED_FORMS = {"stats_parsed": "stats", "partitionValues_parsed": "partitionValues"}
+
+
+def _present_add_fields(schema: pa.Schema) -> set[str]:
+    """The fields of a checkpoint's ``add`` struct (empty when it has none)."""
+    if "add" not in schema.names:
+        return set()
+    add_type = schema.field("add").type
+    if not pa.types.is_struct(add_type):
+        return set()
+    return {add_type.field(i).name for i in range(add_type.num_fields)}
+
+
+def _missing_forms(column: pa.Array, add_fields: list[str]) -> set[str]:
+    """The typed columns some add of ``column`` needs: its string form is absent (or null)."""
+    out: set[str] = set()
+    valid = column.is_valid()
+    for typed, text in _PARSED_FORMS.items():
+        if text not in add_fields:
+            if column.null_count < len(column):
+                out.add(typed)
+            continue
+        missing = pc.and_(valid, pc.is_null(pc.struct_field(column, text)))
+        if pc.any(missing).as_py():
+            out.add(typed)
+    return out
+
+
+def _read_parsed(
+    pf: pq.ParquetFile, fields: list[str], spans: list[tuple[int, int, pa.Array | None]]
+) -> list[ParsedColumns]:
+    """The typed columns ``fields`` of ``add``, cut to the rows of each entry ``spans`` describes."""
+    table = pf.read(columns=[f"add.{f}" for f in fields], use_threads=True)
+    add = table.column("add").combine_chunks()
+    if isinstance(add, pa.ChunkedArray):  # an empty file: no chunk to combine
+        add = pa.concat_arrays(add.chunks) if add.num_chunks else pa.nulls(0, add.type)
+    columns = {f: pc.struct_field(add, f) for f in fields}
+    out: list[ParsedColumns] = []
+    for first, count, keep in spans:
+        cut = {f: arr.slice(first, count) for f, arr in columns.items()}
+        if keep is not None:  # the dicts hold the valid add rows only
+            cut = {f: arr.filter(keep) for f, arr in cut.items()}
+        out.append(ParsedColumns(cut.get("stats_parsed"), cut.get("partitionValues_parsed")))
     return out
 
 

@@ -28,14 +28,16 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from icecompat_writer import storage
 from icecompat_writer.errors import TableReadError
 from icecompat_writer.storage import Location
 
 from .actions import Protocol
-from .columnar import FILE_ACTIONS_SCHEMA, line_dv_key, line_rows, only_adds, reconcile
+from .columnar import FILE_ACTIONS_SCHEMA, fill_parsed, line_dv_key, line_rows, only_adds, reconcile
 from .findings import FindingCode, LogFinding
+from .parsed import ParsedColumns, type_tree
 from .paths import (
     DELTA_LOG_DIR,
     LAST_CHECKPOINT_FILE,
@@ -46,7 +48,7 @@ from .paths import (
     list_log_entries,
     resolve_data_path,
 )
-from .readers import read_json_actions, read_parquet_actions
+from .readers import JsonActions, ParquetActions, read_json_actions, read_parquet_actions
 
 __all__ = [
     "CheckpointCandidate",
@@ -160,6 +162,7 @@ class ReplayResult:
     commit_info: dict[str, Any] | None
     checkpoint_version: int | None
     findings: list[LogFinding]
+    stats_lost: frozenset[str] = frozenset()
 
 
 class _CheckpointDamaged(Exception):
@@ -220,6 +223,7 @@ class _State:
         self.txns: dict[str, int] = {}
         self.domains: dict[str, str] = {}
         self.commit_info: dict[str, Any] | None = None
+        self.stats_dropped = False  # the checkpoint read kept no statistics at all (see ParquetActions)
 
     def apply(
         self,
@@ -378,18 +382,20 @@ def replay(listing: LogListing, version: int | None = None) -> ReplayResult:
                     "_delta_log are not seen by this reader",
                 )
             )
+    live, lost = _recover_stats(listing, cand, state, findings)
     unique: dict[LogFinding, None] = dict.fromkeys(findings)  # a lenient re-read repeats strict findings
     return ReplayResult(
         version=target,
         protocol=state.protocol,
         metadata=state.metadata,
-        files=state.files.live(),
+        files=live,
         raw_adds=state.files.raw_adds,
         txns=state.txns,
         domains=state.domains,
         commit_info=state.commit_info,
         checkpoint_version=cp_version,
         findings=list(unique),
+        stats_lost=lost,
     )
 
 
@@ -552,7 +558,15 @@ def _read_checkpoint(
     """
     non_file: list[tuple[str, dict[str, Any]]] = []
     adds: list[pa.RecordBatch | list[dict[str, Any]]] = []
+    typed: dict[int, ParsedColumns] = {}  # index in adds -> its typed stats / partition values
     sidecars: list[dict[str, Any]] = []
+
+    def take(parquet: ParquetActions) -> None:
+        state.stats_dropped |= parquet.stats_dropped
+        if parquet.parsed is not None:
+            typed.update((len(adds) + i, p) for i, p in enumerate(parquet.parsed))
+        adds.extend(parquet.adds)
+
     local: list[LogFinding] = []
 
     def damaged(code: FindingCode, message: str, display: str) -> None:
@@ -593,7 +607,7 @@ def _read_checkpoint(
             except (OSError, pa.ArrowException, ValueError) as e:
                 damaged(FindingCode.UNREADABLE_CHECKPOINT, f"checkpoint could not be read: {e}", display)
                 continue
-            adds.extend(parquet.adds)
+            take(parquet)
             for name, a in parquet.non_file:
                 if name == "sidecar":
                     sidecars.append(a)
@@ -613,7 +627,7 @@ def _read_checkpoint(
             )
             continue
         try:
-            adds.extend(read_parquet_actions(target).adds)
+            take(read_parquet_actions(target))
         except (OSError, pa.ArrowException, ValueError) as e:
             damaged(FindingCode.UNREADABLE_SIDECAR, f"sidecar {raw_path!r} could not be read: {e}", first)
 
@@ -640,9 +654,130 @@ def _read_checkpoint(
                     first,
                 )
             )
+    if typed:
+        meta = next((a for name, a in reversed(non_file) if name == "metaData"), {})
+        schema = _schema_of(meta)
+        configuration = meta.get("configuration")
+        tree = type_tree(schema, configuration if isinstance(configuration, dict) else {})
+        for i, columns in typed.items():
+            adds[i] = fill_parsed(adds[i], columns, tree)
     findings.extend(local)
     state.apply(non_file, first, findings)
     state.add_checkpoint_files(adds)
+
+
+def _recover_stats(
+    listing: LogListing,
+    cand: CheckpointCandidate | None,
+    state: _State,
+    findings: list[LogFinding],
+) -> tuple[pa.Table, frozenset[str]]:
+    """``live`` with the stats of files the checkpoint kept none for taken from their commit files.
+
+    A checkpoint of a table with ``delta.checkpoint.writeStatsAsJson=false`` and
+    ``delta.checkpoint.writeStatsAsStruct=false`` drops every file's statistics, though the commit
+    that added each file wrote them. The commit files still present at or below the checkpoint are
+    read, newest first, until every such file is found (a file's ``numRecords`` counts its physical
+    rows, so the newest add of the same path with stats is the one to take; it may have had another
+    deletion vector). Replaced ``raw_adds`` entries are copies; the log's own dicts are not changed.
+
+    Also returns the paths whose statistics are lost: the checkpoint dropped every file's statistics
+    and no commit still present added the file. Nothing in the log says whether they had any; their
+    data files still know their row counts (the checker reads them there).
+    """
+    live = state.files.live()
+    raw_adds = state.files.raw_adds
+    if cand is None or live.num_rows == 0:
+        return live, frozenset()
+    stats = live.column("stats")
+    raw = live.column("raw")
+    from_columns = pc.indices_nonzero(pc.and_(pc.is_null(stats), pc.is_null(raw))).to_pylist()
+    from_raw = [
+        (i, r)
+        for i, r in zip(
+            pc.indices_nonzero(raw.is_valid()).to_pylist(), raw.drop_null().to_pylist(), strict=True
+        )
+        if raw_adds[r].get("stats") is None
+    ]
+    if not from_columns and not from_raw:
+        return live, frozenset()
+    keys = live.column("key_path")
+    wanted: set[str] = {raw_adds[r]["path"] for _, r in from_raw}
+    column_paths = [
+        k.decode("utf-8", "surrogatepass") for k in keys.take(pa.array(from_columns, pa.int64())).to_pylist()
+    ]
+    wanted.update(column_paths)
+    found: dict[str, str] = {}
+    seen: set[str] = set()  # paths some present commit adds, with stats or without
+    for version in sorted((v for v in listing.commits if v <= cand.version), reverse=True):
+        try:
+            read = read_json_actions(
+                listing.commits[version].path, listing.rel(listing.commits[version].path)
+            )
+        except OSError:
+            continue
+        in_commit: dict[str, str] = {}
+        for path, text in _added_stats(read):
+            if path in wanted:
+                seen.add(path)
+                if text is not None and path not in found:
+                    in_commit[path] = text
+        found.update(in_commit)
+        if len(found) == len(wanted):
+            break
+    lost = frozenset(wanted - seen) if state.stats_dropped else frozenset()
+    if not found:
+        return live, lost
+    recovered = 0
+    if from_columns:
+        values: list[str | None] = [None] * live.num_rows
+        for i, path in zip(from_columns, column_paths, strict=True):
+            hit = found.get(path)
+            values[i] = hit
+            recovered += hit is not None
+        column = live.schema.get_field_index("stats")
+        live = live.set_column(
+            column, live.schema.field(column), pc.coalesce(stats, pa.array(values, pa.string()))
+        )
+    for _, r in from_raw:
+        raw_text = found.get(raw_adds[r]["path"])
+        if raw_text is not None:
+            raw_adds[r] = {**raw_adds[r], "stats": raw_text}
+            recovered += 1
+    findings.append(
+        LogFinding(
+            FindingCode.STATS_FROM_COMMITS,
+            f"the checkpoint of version {cand.version} has no statistics for {recovered} live file(s); "
+            "they were taken from the commit files that added them",
+            listing.rel(cand.files[0].path),
+        )
+    )
+    return live, lost
+
+
+def _added_stats(read: JsonActions) -> list[tuple[str, str | None]]:
+    """``(path, stats)`` of the adds of one JSON file, in file order (stats None: it has none)."""
+    out: list[tuple[str, str | None]] = []
+    if read.files is not None:
+        rows = read.files.filter(pc.fill_null(pc.equal(read.files.column("kind"), 1), False))
+        out.extend(zip(rows.column("path").to_pylist(), rows.column("stats").to_pylist(), strict=True))
+    for name, a in read.actions:
+        if name == "add" and isinstance(a.get("path"), str):
+            stats = a.get("stats")
+            out.append((a["path"], stats if isinstance(stats, str) else None))
+    return out
+
+
+def _schema_of(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """The parsed ``schemaString`` of a ``metaData`` action (None when it has none that parses)."""
+    text = meta.get("schemaString")
+    if not isinstance(text, str):
+        return None
+    try:
+        schema = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return schema if isinstance(schema, dict) else None
 
 
 def _read_commit_info(listing: LogListing, lf: LogFile) -> dict[str, Any] | None:

@@ -49,7 +49,9 @@ class Snapshot:
     latest transaction version; ``domain_metadata`` maps each live domain to its configuration
     string. ``in_commit_timestamp`` is the ``inCommitTimestamp`` of this version's commitInfo, when
     the commit has one. ``checkpoint_version`` is the checkpoint replay started from (None: from
-    version 0). ``findings`` lists the problems the reader met and survived.
+    version 0). ``findings`` lists the problems the reader met and survived. ``stats_lost`` holds the
+    paths of live files whose statistics the log no longer has anywhere: the checkpoint dropped every
+    file's statistics and the commit that added the file is gone (their footers know their counts).
     """
 
     table_root: Location
@@ -63,6 +65,7 @@ class Snapshot:
     commit_info: Mapping[str, Any] | None = None
     checkpoint_version: int | None = None
     findings: tuple[LogFinding, ...] = ()
+    stats_lost: frozenset[str] = frozenset()
 
     @cached_property
     def add_files(self) -> tuple[AddFile, ...]:
@@ -130,6 +133,7 @@ def read_snapshot(table_root: str | Location, version: int | None = None) -> Sna
         commit_info=None if commit_info is None else MappingProxyType(commit_info),
         checkpoint_version=result.checkpoint_version,
         findings=tuple(findings),
+        stats_lost=result.stats_lost,
     )
 
 

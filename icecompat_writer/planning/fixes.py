@@ -224,6 +224,17 @@ def _fix_property(state: PlanState, rule: Rule) -> None:
         state.set_config(rule, key, rule.param("value"))
 
 
+@fixer("checkpoint_keeps_stats", phase=70)
+def _fix_checkpoint_stats(state: PlanState, rule: Rule) -> None:
+    """Turn JSON statistics in checkpoints back on. The user's explicit ``false`` is overridden: with
+    it, every later checkpoint drops what the profile needs (numRecords) from every file."""
+    json_key, struct_key = rule.param("json_key"), rule.param("struct_key")
+    as_json = str(state.config.get(json_key, "true")).strip().lower()
+    as_struct = str(state.config.get(struct_key, "true")).strip().lower()
+    if as_json == "false" and as_struct == "false":
+        state.set_config(rule, json_key, "true")
+
+
 @fixer("required_writer_features", phase=80)
 def _fix_writer_features(state: PlanState, rule: Rule) -> None:
     for f in rule.param("features"):

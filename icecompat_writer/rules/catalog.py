@@ -57,6 +57,7 @@ P_VARIANT = f"{P}#variant-data-type"
 P_DEFAULTS = f"{P}#default-columns"
 P_TYPE_WIDENING = f"{P}#writer-requirements-for-type-widening"
 P_STATS = f"{P}#per-file-statistics"
+P_CHECKPOINTS = f"{P}#checkpoints"
 W = "delta-rfc-iceberg-writer-compat-v1.md"
 W_SUPPORT = f"{W}#icebergwritercompatv1"
 W_WRITER = f"{W}#writer-requirements-for-icebergwritercompatv1"
@@ -839,6 +840,24 @@ def _file_rules() -> list[Rule]:
             "write with statistics collection on (delta-spark does so by default)",
             (R3_WRITER, P_STATS),
             (P2_WRITER, P_STATS),
+        ),
+        Rule(
+            "DELTA-CHECKPOINT-STATS",
+            ALL,
+            "checkpoint_keeps_stats",
+            checks="Checkpoints keep the files' statistics: delta.checkpoint.writeStatsAsJson and "
+            "delta.checkpoint.writeStatsAsStruct are not both false (delta-spark writes both when unset).",
+            message="checkpoints of this table keep no statistics (`{key}` and "
+            "delta.checkpoint.writeStatsAsStruct are false): once its commits are cleaned up, no "
+            "file has numRecords in the log",
+            fix="set `{key}` to true",
+            clause=P_CHECKPOINTS,
+            also=(P_STATS, R3_WRITER),
+            params={
+                "json_key": "delta.checkpoint.writeStatsAsJson",
+                "struct_key": "delta.checkpoint.writeStatsAsStruct",
+            },
+            autofix="sets delta.checkpoint.writeStatsAsJson=true",
         ),
         *per_spec(
             "PARTITION-MATERIALIZED",

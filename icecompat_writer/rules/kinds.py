@@ -207,6 +207,22 @@ def _required_property(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
         yield _f(observed=_shown(got), expected=want, key=key)
 
 
+@kind("checkpoint_keeps_stats", Scope.METADATA, params=("json_key", "struct_key"), fields=("key",))
+def _checkpoint_keeps_stats(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
+    """Checkpoints keep the files' statistics in some form: ``json_key`` and ``struct_key`` are not
+    both false (absent, each is true: delta-spark's defaults)."""
+    json_key, struct_key = rule.param("json_key"), rule.param("struct_key")
+    as_json = ctx.config.get(json_key)
+    as_struct = ctx.config.get(struct_key)
+    if as_json is not None and str(as_json).strip().lower() == "false":
+        if as_struct is not None and str(as_struct).strip().lower() == "false":
+            yield _f(
+                observed=f"{json_key}={as_json}, {struct_key}={_shown(as_struct)}",
+                expected=f"{json_key}=true",
+                key=json_key,
+            )
+
+
 @kind("forbidden_property_value", Scope.METADATA, params=("keys", "values"), fields=("key",))
 def _forbidden_property_value(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """No table property in ``keys`` has a value in ``values`` (case-insensitive)."""

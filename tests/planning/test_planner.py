@@ -309,3 +309,24 @@ def test_change_data_feed_blocks_turning_column_mapping_on_with_a_write() -> Non
         None,
         replace(prev, metadata=metadata(struct(field("id", "long")), off)),
     )
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_checkpoints_that_would_drop_statistics_are_given_json_statistics_back(profile: str) -> None:
+    """delta.checkpoint.writeStatsAsJson=false with writeStatsAsStruct=false makes every checkpoint drop
+    numRecords; the plan turns JSON statistics back on (the user's false is overridden and said so)."""
+    config = {"delta.checkpoint.writeStatsAsJson": "false", "delta.checkpoint.writeStatsAsStruct": "false"}
+    p = plan(profile, metadata(BASE_SCHEMA, config))
+    assert p.metadata.configuration["delta.checkpoint.writeStatsAsJson"] == "true"
+    assert p.metadata.configuration["delta.checkpoint.writeStatsAsStruct"] == "false"
+    (change,) = [c for c in p.changes if c.rule == "DELTA-CHECKPOINT-STATS"]
+    assert change.what == "set delta.checkpoint.writeStatsAsJson=true (was false)"
+    assert validate(profile, p.metadata, p.protocol) == []
+    # statistics kept as structs are enough (delta-spark writes them when the property is unset)
+    for as_struct in ("true", None):
+        config = {"delta.checkpoint.writeStatsAsJson": "false"}
+        if as_struct is not None:
+            config["delta.checkpoint.writeStatsAsStruct"] = as_struct
+        p = plan(profile, metadata(BASE_SCHEMA, config))
+        assert p.metadata.configuration["delta.checkpoint.writeStatsAsJson"] == "false"
+        assert not [c for c in p.changes if c.rule == "DELTA-CHECKPOINT-STATS"]

@@ -334,6 +334,34 @@ CASES: list[Case] = [
         exp(w1=("IWC1-NO-ROW-TRACKING",)),
     ),
     Case(
+        "checkpoints keep no statistics",
+        state_only(
+            lambda s: with_config(
+                s,
+                {
+                    "delta.checkpoint.writeStatsAsJson": "False",
+                    "delta.checkpoint.writeStatsAsStruct": "false",
+                },
+            )
+        ),
+        exp(("DELTA-CHECKPOINT-STATS",)),
+    ),
+    Case(
+        "checkpoints keep statistics as structs only",
+        state_only(
+            lambda s: with_config(
+                s,
+                {"delta.checkpoint.writeStatsAsJson": "false", "delta.checkpoint.writeStatsAsStruct": "true"},
+            )
+        ),
+        exp(),
+    ),
+    Case(
+        "checkpoints keep statistics as structs, delta-spark's default",
+        state_only(lambda s: with_config(s, {"delta.checkpoint.writeStatsAsJson": "false"})),
+        exp(),
+    ),
+    Case(
         "row tracking suspended",
         state_only(lambda s: with_config(s, {"delta.rowTrackingSuspended": "true"})),
         exp(v3=("ICV3-ROW-TRACKING-NOT-SUSPENDED",), w3=("ICV3-ROW-TRACKING-NOT-SUSPENDED",)),
