@@ -67,7 +67,9 @@ def discover_database(spark: Any, database: str) -> list[TableRef]:
         try:
             info = _describe(spark, f"{quoted}.{quote_identifier(table)}")
         except Exception as err:  # one unreadable entry of the catalog is that table's outcome
-            refs.append(TableRef(name, None, name, problem=f"{type(err).__name__}: {err}"))
+            first = (str(err).strip().splitlines() or [""])[0]
+            problem = f"the Spark catalog cannot describe it ({type(err).__name__}: {first})"
+            refs.append(TableRef(name, None, name, problem=problem))
             continue
         provider = (info.get("Provider") or "").lower()
         location = info.get("Location")
@@ -175,7 +177,7 @@ def check_outcome(
     if report.deletion_vectors_read:
         details.append(f"{report.deletion_vectors_read} deletion vector(s) read")
     done = converted_version(ref.location)
-    state = _catalog_state(catalog, ref, None)
+    state = _catalog_state(catalog, ref, ref.location)  # the table's store: the catalog's FileIO
     return TableOutcome(
         ref.name,
         ref.location,

@@ -20,6 +20,8 @@ back to an older Delta version, whatever the order in which concurrent syncs fin
 
 from __future__ import annotations
 
+import json
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +42,10 @@ __all__ = [
 ]
 
 _MAX_ATTEMPTS = 10
+# Loaded catalogs by name and effective configuration, shared by the threads of a process (a run over
+# many tables syncs several at once); a changed configuration is another key, so it is loaded anew.
+_CATALOGS: dict[tuple[str, str], Any] = {}
+_CATALOGS_LOCK = threading.Lock()
 
 
 class CatalogError(IcecompatError):
@@ -149,7 +155,11 @@ def _load(name: str, metadata_location: str | None = None) -> Any:
     derived = fileio_properties(metadata_location) if metadata_location else {}
     try:
         options: dict[str, Any] = {**derived, **{str(k): v for k, v in properties.items()}}
-        return load_catalog(name, **options)
+        key = (name, json.dumps(options, sort_keys=True, default=str))
+        with _CATALOGS_LOCK:  # one load at a time: a SQL catalog creates its tables on first load
+            if key not in _CATALOGS:
+                _CATALOGS[key] = load_catalog(name, **options)
+            return _CATALOGS[key]
     except Exception as err:  # pyiceberg raises ValueError, NotInstalledError, ... for a bad configuration
         raise CatalogError(
             f"Iceberg catalog {name!r} could not be loaded ({type(err).__name__}: {err}); {hint}"
@@ -191,10 +201,19 @@ def sync_catalog(catalog_name: str, identifier: str, metadata_location: str) -> 
                     catalog.create_namespace(namespace)
                 except NamespaceAlreadyExistsError:
                     pass
+                except Exception:
+                    # a concurrent create can surface as the backend's own error (sqlite: a UNIQUE
+                    # constraint): what matters is that the namespace exists now
+                    if not catalog.namespace_exists(namespace):
+                        raise
                 try:
                     catalog.register_table(identifier, location)
                 except TableAlreadyExistsError:
                     continue  # a concurrent sync registered it first: compare with what it registered
+                except Exception:
+                    if not catalog.table_exists(identifier):
+                        raise
+                    continue  # the same race, reported by the backend: compare with what is there
                 return CatalogSync(catalog_name, identifier, "registered", our_version, our_version, location)
             theirs = table.metadata
             their_version = _delta_version_of(theirs.properties)
