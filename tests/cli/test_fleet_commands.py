@@ -200,3 +200,22 @@ def test_several_paths_one_summary(
     assert lines[2].startswith(f"  {missing}: ERROR") and "TableReadError" in lines[2]
     code, _, err = _run(capsys, "check", "--database", "fleet", good)
     assert code == 2 and "not both" in err
+
+
+def test_a_table_written_through_its_catalog_name_is_registered_under_it(
+    spark: SparkSession, fleet: dict[str, Any]
+) -> None:
+    """compat_write to ``fleet.named`` with a catalog but no identifier property: Iceberg's identifier
+    is the Spark catalog's name; the namespace is created on the way."""
+    from icecompat_writer.writing.api import compat_write
+
+    frame = spark.range(0, 3).selectExpr("id", "id * 2 AS v")
+    props = {"delta.universalFormat.enabledFormats": "iceberg", "icecompat.iceberg.catalog": "fleetcat"}
+    result = compat_write(frame, "fleet.named", properties=props)
+    assert result.iceberg is not None and result.iceberg.error is None, result.iceberg
+    assert result.iceberg.catalog is not None
+    assert (result.iceberg.catalog.identifier, result.iceberg.catalog.action) == ("fleet.named", "registered")
+    table = load_catalog("fleetcat", type="sql", uri=f"sqlite:///{fleet['catalog_db']}").load_table(
+        "fleet.named"
+    )
+    assert normalise(table.scan().to_arrow()) == spark_rows(spark.table("fleet.named"))

@@ -220,3 +220,17 @@ def test_fileio_properties_follow_the_session_settings_and_user_properties_win(
         catalog = load_catalog_for("mine", "s3://plain/t/metadata/v1.metadata.json")
         assert catalog.properties["s3.endpoint"] == "http://elsewhere:1"  # the user's own wins
         assert catalog.properties["s3.access-key-id"] == "AK"  # the session fills the rest
+
+
+def test_the_identifier_is_the_property_else_the_spark_catalog_name() -> None:
+    from icecompat_writer.errors import IcecompatError
+    from icecompat_writer.iceberg.sync import _catalog_target
+
+    named = {"icecompat.iceberg.catalog": "glue"}
+    assert _catalog_target(None, named, "sales.orders") == ("glue", "sales.orders")
+    given = {**named, "icecompat.iceberg.identifier": "lake.orders_v2"}
+    assert _catalog_target(None, given, "sales.orders") == ("glue", "lake.orders_v2")  # the user's word
+    assert _catalog_target("rest", {}, "sales.orders") == ("rest", "sales.orders")
+    assert _catalog_target(None, {}, "sales.orders") is None  # no catalog named: no catalog sync
+    with pytest.raises(IcecompatError, match="a write through the table's catalog name"):
+        _catalog_target(None, named, None)
