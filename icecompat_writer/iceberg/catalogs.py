@@ -5,17 +5,22 @@ Catalogs are pyiceberg's: chosen by name and configured the way pyiceberg users 
 environment variables), so the SQL catalog on a sqlite file, REST, Glue and Hive all work through
 ``pyiceberg.catalog.load_catalog(name)``.
 
-A new identifier is registered on the metadata file the emitter just committed (``register_table``).
-In pyiceberg's SQL catalog an existing one is moved forward by a compare-and-swap of its pointer to
-that very file (one conditional ``UPDATE ... WHERE metadata_location = <the location read>``, the
-statement the SQL catalog's own commits use). Other catalogs (REST, Glue, Hive) are moved forward with
-the catalog's own optimistic commit: the snapshots, schemas and partition specs the catalog does not
-have yet are added, ``main`` is set to the emitter's current snapshot and the properties are copied,
-under the requirements "same table uuid" and "``main`` is still the snapshot I read"; the catalog then
-writes its own metadata file with the same snapshots, manifest lists and properties. A concurrent sync
-that committed in between makes the swap or the requirement fail; the catalog is then read again, and
-a catalog already at or past the Delta version being synced is left alone. So the pointer never moves
-back to an older Delta version, whatever the order in which concurrent syncs finish.
+A new identifier is registered on the metadata file the emitter just committed (``register_table``). In
+pyiceberg's SQL catalog an existing one is moved forward by a compare-and-swap of its pointer to that
+very file (one conditional ``UPDATE ... WHERE metadata_location = <the location read>``, the statement
+the SQL catalog's own commits use). In Glue, by ``UpdateTable`` of the pointer to that file with the
+table's ``VersionId`` as read (Glue refuses the update if the table changed since). REST and Hive
+catalogs are moved forward with the catalog's own optimistic commit: the snapshots, schemas and
+partition specs the catalog does not have yet are added, ``main`` is set to the emitter's current
+snapshot and the properties are copied, under the requirements "same table uuid" and "``main`` is still
+the snapshot I read"; the catalog then writes its own metadata file with the same snapshots, manifest
+lists and properties. A concurrent sync that committed in between makes the swap or the requirement
+fail; the catalog is then read again, and a catalog already at or past the Delta version being synced is
+left alone. So the pointer never moves back to an older Delta version, whatever the order in which
+concurrent syncs finish.
+
+The catalog's FileIO reaches an object store with the settings the table's own reads use
+(:func:`fileio_properties`); the catalog's own ``s3.*``/``adls.*``/``gcs.*`` properties win.
 """
 
 from __future__ import annotations
