@@ -54,6 +54,7 @@ def add_arguments(
         help=f"tables worked on at once over several tables (default {DEFAULT_PARALLEL})",
     )
     parser.add_argument("--html", metavar="FILE", default=None, help="also write the summary as an HTML page")
+    parser.set_defaults(fleet_parser=parser)  # for usage errors found after parsing
     if with_json:
         parser.add_argument("--json", action="store_true", help="print only JSON on stdout")
     if with_catalog:
@@ -70,6 +71,16 @@ def routed(command: str, single: Callable[[argparse.Namespace], int]) -> Callabl
 
     def dispatch(args: argparse.Namespace) -> int:
         paths = list(args.table_path or [])
+        problem = None
+        if args.database is None and not paths:
+            problem = "give TABLE_PATH(s) or --database DB"
+        elif args.database is not None and paths:
+            problem = "give --database or TABLE_PATHs, not both"
+        if problem is not None:
+            try:
+                args.fleet_parser.error(problem)  # argparse's usage message, exit 2
+            except SystemExit as exit_:
+                return int(exit_.code or EXIT_ERROR)
         if args.database is None and len(paths) == 1 and args.html is None:
             args.table_path = paths[0]
             return single(args)
@@ -91,12 +102,6 @@ def _session() -> tuple[Any, bool]:
 def run(command: str, args: argparse.Namespace) -> int:
     """Run ``command`` over the tables ``args`` name and print the summary."""
     paths = list(args.table_path or [])
-    if args.database is not None and paths:
-        print(f"icecompat {command}: give --database or TABLE_PATHs, not both", file=sys.stderr)
-        return EXIT_ERROR
-    if args.database is None and not paths:
-        print(f"icecompat {command}: no table: give TABLE_PATHs or --database DB", file=sys.stderr)
-        return EXIT_ERROR
     if args.parallel < 1:
         print(f"icecompat {command}: --parallel must be at least 1", file=sys.stderr)
         return EXIT_ERROR
