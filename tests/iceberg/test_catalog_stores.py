@@ -12,8 +12,6 @@ pyiceberg reads, through each catalog, exactly delta-spark's rows of that versio
 
 from __future__ import annotations
 
-import stat
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +30,7 @@ from icecompat_writer.jvm.bridge import guard_iceberg_syncs
 from icecompat_writer.writing.api import compat_write
 from tests.objectstores import S3Server
 
-from ._support import normalise, spark_rows
+from ._support import normalise, python_with_env, spark_rows
 
 SYNC = {"delta.universalFormat.enabledFormats": "iceberg"}
 _PYTHON = "spark.icecompat.python"
@@ -88,10 +86,7 @@ def store_catalogs(
         _env_name("local", "uri"): f"sqlite:///{found.sql_db}",
         **{_env_name("glue", k): v for k, v in found.glue_config().items()},
     }
-    script = base / "python-with-catalogs"
-    lines = ["#!/bin/sh", *(f"export {k}='{v}'" for k, v in exports.items()), f'exec {sys.executable} "$@"']
-    script.write_text("\n".join(lines) + "\n")
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    script = python_with_env(base / "python-with-catalogs", exports)
     before = spark.conf.get(_PYTHON, None)
     spark.conf.set(_PYTHON, str(script))  # a different executable: the guard starts a new service
     guard_iceberg_syncs(spark, drain=True)
