@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from icecompat_writer.cli import fleet
 from icecompat_writer.errors import IcecompatError
 
 EXIT_OK = 0
@@ -404,7 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.set_defaults(func=_cmd_doctor)
 
     check = sub.add_parser("check", help="audit a Delta table (log and Parquet footers, no Spark)")
-    check.add_argument("table_path", metavar="TABLE_PATH")
+    check.add_argument("table_path", metavar="TABLE_PATH", nargs="*")
     check.add_argument(
         "--profile",
         choices=["v3", "writer-v1", "writer-v3"],
@@ -418,13 +419,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=_files_option,
         help="data file footers to read: all, none or sample:N (default all)",
     )
-    check.set_defaults(func=_cmd_check)
+    fleet.add_arguments(check, with_catalog=True)
+    check.set_defaults(func=fleet.routed("check", _cmd_check))
 
     upgrade = sub.add_parser(
         "upgrade",
         help="bring a Delta table to a profile in one commit, rewriting only the files that fall short",
     )
-    upgrade.add_argument("table_path", metavar="TABLE_PATH")
+    upgrade.add_argument("table_path", metavar="TABLE_PATH", nargs="*")
     upgrade.add_argument(
         "--profile", choices=["v3", "writer-v1", "writer-v3"], required=True, help="profile to upgrade to"
     )
@@ -434,13 +436,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the planned changes and the files that would be rewritten; change nothing (no Spark)",
     )
     upgrade.add_argument("--json", action="store_true", help="print only JSON on stdout")
-    upgrade.set_defaults(func=_cmd_upgrade)
+    fleet.add_arguments(upgrade)
+    upgrade.set_defaults(func=fleet.routed("upgrade", _cmd_upgrade))
 
     from icecompat_writer.iceberg.cli import add_arguments as iceberg_arguments
 
     iceberg = sub.add_parser("iceberg", help="write Iceberg metadata next to a compliant Delta table")
     iceberg_arguments(iceberg)
-    iceberg.set_defaults(func=_cmd_iceberg)
+    fleet.add_arguments(iceberg, with_json=True)
+    iceberg.set_defaults(func=fleet.routed("iceberg", _cmd_iceberg))
     return parser
 
 

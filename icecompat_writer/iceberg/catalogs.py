@@ -5,31 +5,52 @@ Catalogs are pyiceberg's: chosen by name and configured the way pyiceberg users 
 environment variables), so the SQL catalog on a sqlite file, REST, Glue and Hive all work through
 ``pyiceberg.catalog.load_catalog(name)``.
 
-A new identifier is registered on the metadata file the emitter just committed (``register_table``).
-In pyiceberg's SQL catalog an existing one is moved forward by a compare-and-swap of its pointer to
-that very file (one conditional ``UPDATE ... WHERE metadata_location = <the location read>``, the
-statement the SQL catalog's own commits use). Other catalogs (REST, Glue, Hive) are moved forward with
-the catalog's own optimistic commit: the snapshots, schemas and partition specs the catalog does not
-have yet are added, ``main`` is set to the emitter's current snapshot and the properties are copied,
-under the requirements "same table uuid" and "``main`` is still the snapshot I read"; the catalog then
-writes its own metadata file with the same snapshots, manifest lists and properties. A concurrent sync
-that committed in between makes the swap or the requirement fail; the catalog is then read again, and
-a catalog already at or past the Delta version being synced is left alone. So the pointer never moves
-back to an older Delta version, whatever the order in which concurrent syncs finish.
+A new identifier is registered on the metadata file the emitter just committed (``register_table``). In
+pyiceberg's SQL catalog an existing one is moved forward by a compare-and-swap of its pointer to that
+very file (one conditional ``UPDATE ... WHERE metadata_location = <the location read>``, the statement
+the SQL catalog's own commits use). In Glue, by ``UpdateTable`` of the pointer to that file with the
+table's ``VersionId`` as read (Glue refuses the update if the table changed since). REST and Hive
+catalogs are moved forward with the catalog's own optimistic commit: the snapshots, schemas and
+partition specs the catalog does not have yet are added, ``main`` is set to the emitter's current
+snapshot and the properties are copied, under the requirements "same table uuid" and "``main`` is still
+the snapshot I read"; the catalog then writes its own metadata file with the same snapshots, manifest
+lists and properties. A concurrent sync that committed in between makes the swap or the requirement
+fail; the catalog is then read again, and a catalog already at or past the Delta version being synced is
+left alone. So the pointer never moves back to an older Delta version, whatever the order in which
+concurrent syncs finish.
+
+The catalog's FileIO reaches an object store with the settings the table's own reads use
+(:func:`fileio_properties`); the catalog's own ``s3.*``/``adls.*``/``gcs.*`` properties win.
 """
 
 from __future__ import annotations
 
+import json
+import threading
 from dataclasses import dataclass
 from typing import Any
 
+from icecompat_writer import storage
 from icecompat_writer.errors import IcecompatError
+from icecompat_writer.storage import ObjectPath
+from icecompat_writer.storage.config import endpoint_parts
 
 from .emitter import PROP_DELTA_TABLE_ID, PROP_DELTA_VERSION
 
-__all__ = ["CatalogError", "CatalogSync", "sync_catalog"]
+__all__ = [
+    "CatalogError",
+    "CatalogSync",
+    "catalog_status",
+    "fileio_properties",
+    "load_catalog_for",
+    "sync_catalog",
+]
 
 _MAX_ATTEMPTS = 10
+# Loaded catalogs by name and effective configuration, shared by the threads of a process (a run over
+# many tables syncs several at once); a changed configuration is another key, so it is loaded anew.
+_CATALOGS: dict[tuple[str, str], Any] = {}
+_CATALOGS_LOCK = threading.Lock()
 
 
 class CatalogError(IcecompatError):
@@ -69,7 +90,64 @@ def _delta_version_of(properties: dict[str, str]) -> int:
     return int(raw) if raw is not None and str(raw).isdigit() else -1
 
 
-def _load(name: str) -> Any:
+def fileio_properties(metadata_location: str) -> dict[str, str]:
+    """pyiceberg FileIO properties that reach the store holding ``metadata_location``, taken from the
+    storage layer's resolved options (the running session's ``fs.s3a.*``/``fs.azure.*``/``fs.gs.*``
+    keys, those a driver handed to the rule service, then the standard environment variables).
+
+    A catalog loaded for that table reads and writes its metadata with the endpoint and credentials
+    the session's own connectors use, so the user does not write them a second time as ``s3.*``
+    catalog properties. Empty for a local location.
+    """
+    location = storage.parse_location(metadata_location)
+    if not isinstance(location, ObjectPath):
+        return {}
+    options = storage.options_for(location).as_dict()
+    out: dict[str, str] = {}
+    if location.family == "s3":
+        names = {
+            "access_key": "s3.access-key-id",
+            "secret_key": "s3.secret-access-key",
+            "session_token": "s3.session-token",
+            "region": "s3.region",
+        }
+        out.update({names[k]: v for k, v in options.items() if k in names})
+        if options.get("endpoint"):
+            ssl = str(options.get("ssl", "true")).strip().lower() not in {"false", "0", "no"}
+            scheme, host = endpoint_parts(options["endpoint"], ssl_default=ssl)
+            out["s3.endpoint"] = f"{scheme}://{host}"
+            path_style = str(options.get("path_style", "")).strip().lower() in {"true", "1", "yes"}
+            out["s3.force-virtual-addressing"] = "false" if path_style else "true"
+    elif location.family == "azure":
+        names = {
+            "account_key": "adls.account-key",
+            "sas_token": "adls.sas-token",
+            "connection_string": "adls.connection-string",
+            "client_id": "adls.client-id",
+            "client_secret": "adls.client-secret",
+            "tenant_id": "adls.tenant-id",
+        }
+        out.update({names[k]: v for k, v in options.items() if k in names})
+        if location.account:
+            out["adls.account-name"] = location.account
+    elif location.family == "gcs":
+        if options.get("project_id"):
+            out["gcs.project-id"] = options["project_id"]
+        if options.get("endpoint"):
+            out["gcs.service.host"] = options["endpoint"]
+    return out
+
+
+def load_catalog_for(name: str, metadata_location: str | None = None) -> Any:
+    """The pyiceberg catalog ``name`` with FileIO properties for ``metadata_location``'s store.
+
+    The catalog's own configuration wins key by key: an ``s3.*`` (``adls.*``, ``gcs.*``) property the
+    user set for the catalog is kept, the session's value only fills what is missing.
+    """
+    return _load(name, metadata_location)
+
+
+def _load(name: str, metadata_location: str | None = None) -> Any:
     """The catalog ``name``, its configuration read now (pyiceberg's own module-level copy is read once,
     at import, and would miss configuration set later in a long-running driver)."""
     from pyiceberg.catalog import load_catalog
@@ -79,9 +157,14 @@ def _load(name: str) -> Any:
     properties = Config().get_catalog_config(name)
     if not properties:
         raise CatalogError(f"no Iceberg catalog named {name!r} is configured; {hint}")
+    derived = fileio_properties(metadata_location) if metadata_location else {}
     try:
-        options: dict[str, Any] = {str(k): v for k, v in properties.items()}
-        return load_catalog(name, **options)
+        options: dict[str, Any] = {**derived, **{str(k): v for k, v in properties.items()}}
+        key = (name, json.dumps(options, sort_keys=True, default=str))
+        with _CATALOGS_LOCK:  # one load at a time: a SQL catalog creates its tables on first load
+            if key not in _CATALOGS:
+                _CATALOGS[key] = load_catalog(name, **options)
+            return _CATALOGS[key]
     except Exception as err:  # pyiceberg raises ValueError, NotInstalledError, ... for a bad configuration
         raise CatalogError(
             f"Iceberg catalog {name!r} could not be loaded ({type(err).__name__}: {err}); {hint}"
@@ -101,12 +184,16 @@ def sync_catalog(catalog_name: str, identifier: str, metadata_location: str) -> 
         NoSuchTableError,
         TableAlreadyExistsError,
     )
-    from pyiceberg.table import StaticTable
+    from pyiceberg.table.metadata import TableMetadataUtil
 
-    location = metadata_location if "://" in metadata_location else f"file://{metadata_location}"
-    ours = StaticTable.from_metadata(location).metadata
+    parsed = storage.parse_location(metadata_location)
+    location = storage.iceberg_uri(parsed)  # s3:// for an s3a table, as Iceberg readers expect
+    try:
+        ours = TableMetadataUtil.parse_raw(storage.read_bytes(parsed).decode("utf-8"))
+    except (OSError, ValueError) as err:
+        raise CatalogError(f"cannot read the Iceberg metadata {location}: {err}") from err
     our_version = _delta_version_of(ours.properties)
-    catalog = _load(catalog_name)
+    catalog = _load(catalog_name, location)
     namespace = tuple(identifier.split(".")[:-1])
     if not namespace:
         raise CatalogError(f"identifier {identifier!r} needs a namespace: NAMESPACE.TABLE")
@@ -119,10 +206,19 @@ def sync_catalog(catalog_name: str, identifier: str, metadata_location: str) -> 
                     catalog.create_namespace(namespace)
                 except NamespaceAlreadyExistsError:
                     pass
+                except Exception:
+                    # a concurrent create can surface as the backend's own error (sqlite: a UNIQUE
+                    # constraint): what matters is that the namespace exists now
+                    if not catalog.namespace_exists(namespace):
+                        raise
                 try:
                     catalog.register_table(identifier, location)
                 except TableAlreadyExistsError:
                     continue  # a concurrent sync registered it first: compare with what it registered
+                except Exception:
+                    if not catalog.table_exists(identifier):
+                        raise
+                    continue  # the same race, reported by the backend: compare with what is there
                 return CatalogSync(catalog_name, identifier, "registered", our_version, our_version, location)
             theirs = table.metadata
             their_version = _delta_version_of(theirs.properties)
@@ -140,6 +236,10 @@ def sync_catalog(catalog_name: str, identifier: str, metadata_location: str) -> 
             if _is_sql(catalog):
                 if not _swap_pointer(catalog, identifier, table.metadata_location, location):
                     continue  # another sync moved it since it was read: compare again
+                moved_to = location
+            elif _is_glue(catalog):
+                if not _swap_glue_pointer(catalog, identifier, table.metadata_location, location, ours):
+                    continue
                 moved_to = location
             else:
                 requirements, updates = _forward(theirs, ours)
@@ -161,6 +261,39 @@ def _is_sql(catalog: Any) -> bool:
     from pyiceberg.catalog.sql import SqlCatalog
 
     return isinstance(catalog, SqlCatalog)
+
+
+def _is_glue(catalog: Any) -> bool:
+    from pyiceberg.catalog.glue import GlueCatalog
+
+    return isinstance(catalog, GlueCatalog)
+
+
+def _swap_glue_pointer(catalog: Any, identifier: str, expected: str, new: str, metadata: Any) -> bool:
+    """Move a Glue table's ``metadata_location`` from ``expected`` to ``new``, conditionally.
+
+    Glue's optimistic concurrency: the table is read with its ``VersionId``, and ``UpdateTable`` with
+    that ``VersionId`` fails (``ConcurrentModificationException``) when another writer updated the
+    table since; pyiceberg's own Glue commits rely on the same check. The table input is the one
+    pyiceberg's Glue catalog builds (columns from the schema, ``table_type=ICEBERG``,
+    ``previous_metadata_location``), pointing at the emitter's file itself. False when the pointer is
+    no longer ``expected`` or the conditional update lost: the caller reads again.
+    """
+    from pyiceberg.catalog.glue import _construct_table_input
+
+    database, name = catalog.identifier_to_database_and_table(identifier)
+    glue_table = catalog.glue.get_table(DatabaseName=database, Name=name)["Table"]
+    if (glue_table.get("Parameters") or {}).get("metadata_location") != expected:
+        return False
+    table_input = _construct_table_input(name, new, {}, metadata, glue_table, expected)
+    glue = catalog.glue
+    try:
+        glue.update_table(
+            DatabaseName=database, TableInput=table_input, VersionId=str(glue_table["VersionId"])
+        )
+    except glue.exceptions.ConcurrentModificationException:
+        return False  # another writer updated the table since it was read
+    return True
 
 
 def _swap_pointer(catalog: Any, identifier: str, expected: str, new: str) -> bool:
@@ -238,3 +371,31 @@ def _forward(theirs: Any, ours: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         AssertRefSnapshotId(ref="main", snapshot_id=theirs.current_snapshot_id),
     )
     return requirements, tuple(updates)
+
+
+def catalog_status(
+    catalog_name: str, identifier: str, metadata_location: str | None = None
+) -> dict[str, Any]:
+    """Where ``identifier`` stands in the catalog, for reports: ``registered``, the Delta version its
+    Iceberg table holds, its metadata location; ``error`` when the catalog could not answer.
+
+    ``metadata_location`` (the table's own metadata, if any) only chooses the store settings of the
+    catalog's FileIO. Never raises: a report lists the state of every table whatever one catalog says.
+    """
+    from pyiceberg.exceptions import NoSuchTableError
+
+    out: dict[str, Any] = {"catalog": catalog_name, "identifier": identifier, "registered": False}
+    try:
+        table = _load(catalog_name, metadata_location).load_table(identifier)
+    except NoSuchTableError:
+        return out
+    except Exception as err:  # a report states what the catalog said, it does not stop
+        out["error"] = f"{type(err).__name__}: {err}"
+        return out
+    version = _delta_version_of(table.metadata.properties)
+    out.update(
+        registered=True,
+        delta_version=None if version < 0 else version,
+        metadata_location=table.metadata_location,
+    )
+    return out

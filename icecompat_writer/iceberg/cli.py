@@ -30,7 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "table_path",
         metavar="TABLE_PATH",
-        help="root of the Delta table: local path, file: URI or s3a://, gs://, abfss:// URI",
+        nargs="*",
+        help="root of the Delta table: local path, file: URI or s3a://, gs://, abfss:// URI "
+        "(several: each in turn, one summary)",
     )
     parser.add_argument(
         "--format-version",
@@ -60,8 +62,16 @@ def run(args: argparse.Namespace) -> int:
     if (catalog is None) != (identifier is None):
         print("icecompat iceberg: --catalog and --identifier go together", file=sys.stderr)
         return EXIT_ERROR
+    path = args.table_path
+    if isinstance(path, list):  # the positional takes several paths; this runs exactly one
+        if len(path) != 1:
+            print(
+                "icecompat iceberg: one TABLE_PATH here (`icecompat iceberg` takes several)", file=sys.stderr
+            )
+            return EXIT_ERROR
+        path = path[0]
     try:
-        result = write_iceberg_metadata(args.table_path, format_version=args.format_version)
+        result = write_iceberg_metadata(path, format_version=args.format_version)
         print(result.summary())
         if catalog is not None and identifier is not None:
             print(sync_catalog(catalog, identifier, str(result.metadata_path)).summary())

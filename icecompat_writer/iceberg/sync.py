@@ -89,23 +89,39 @@ def _converted(root: Location) -> int | None:
     return int(raw) if raw is not None and str(raw).isdigit() else None
 
 
-def _catalog_target(conf_catalog: str | None, configuration: Mapping[str, str]) -> tuple[str, str] | None:
+def _catalog_target(
+    conf_catalog: str | None, configuration: Mapping[str, str], default_identifier: str | None = None
+) -> tuple[str, str] | None:
+    """(catalog, identifier) of a table's catalog sync, None when no catalog is named.
+
+    The identifier is the table property when the user set one, else ``default_identifier``: the
+    table's name in the Spark catalog (``db.tbl``) when it was written through that name.
+    """
     name = configuration.get(CATALOG_PROPERTY) or conf_catalog
-    identifier = configuration.get(IDENTIFIER_PROPERTY)
-    if not name and not identifier:
+    given = configuration.get(IDENTIFIER_PROPERTY)
+    if not name and not given:
         return None
+    identifier = given or default_identifier
     if not name or not identifier:
         raise IcecompatError(
-            f"a catalog sync needs both a catalog ({CATALOG_PROPERTY} or {CATALOG_CONF}) and the table "
-            f"property {IDENTIFIER_PROPERTY}; found catalog={name!r}, identifier={identifier!r}"
+            f"a catalog sync needs both a catalog ({CATALOG_PROPERTY} or {CATALOG_CONF}) and an "
+            f"identifier (the table property {IDENTIFIER_PROPERTY}, or a write through the table's "
+            f"catalog name); found catalog={name!r}, identifier={identifier!r}"
         )
     return name, identifier
 
 
 def sync_after_commit(
-    location: str, version: int, configuration: Mapping[str, str], conf_catalog: str | None = None
+    location: str,
+    version: int,
+    configuration: Mapping[str, str],
+    conf_catalog: str | None = None,
+    default_identifier: str | None = None,
 ) -> IcebergSync:
     """Bring the Iceberg metadata (and the catalog, if one is named) up to at least Delta ``version``.
+
+    ``default_identifier`` is the table's Spark catalog name (``db.tbl``) when known: the Iceberg
+    identifier unless the table property ``icecompat.iceberg.identifier`` says otherwise.
 
     Never raises for the sync's own failures: they become an :class:`IcebergSyncWarning` and ``error``.
     """
@@ -128,7 +144,7 @@ def sync_after_commit(
         metadata_location = str(result.metadata_path)
         metadata_version = result.metadata_version
         snapshot_id = result.snapshots[-1].snapshot_id if result.snapshots else _current_snapshot(result)
-        target = _catalog_target(conf_catalog, configuration)
+        target = _catalog_target(conf_catalog, configuration, default_identifier)
         if target is not None:
             catalog = sync_catalog(target[0], target[1], metadata_location)
     except Exception as err:  # a sync failure must never fail the committed write

@@ -369,11 +369,24 @@ def compat_write(
 
     result: WriteResult = transaction.run(spark, location, attempt_write, created=created)
     if result.version is not None:
-        result = _sync_iceberg(spark, result, committed_configuration)
+        result = _sync_iceberg(spark, result, committed_configuration, _catalog_identifier(spark, tgt))
     return result
 
 
-def _sync_iceberg(spark: Any, result: WriteResult, configuration: Mapping[str, str]) -> WriteResult:
+def _catalog_identifier(spark: Any, target: Target) -> str | None:
+    """``db.tbl`` for a write through a Spark catalog name (the current database when the name has
+    one part), the Iceberg identifier such a table gets by default; None for a path."""
+    if target.table is None:
+        return None
+    parts = list(target.table)
+    if len(parts) == 1:
+        parts.insert(0, str(spark.catalog.currentDatabase()))
+    return ".".join(parts[-2:])
+
+
+def _sync_iceberg(
+    spark: Any, result: WriteResult, configuration: Mapping[str, str], identifier: str | None = None
+) -> WriteResult:
     """The last step after a commit: Iceberg metadata (and catalog) for tables that ask for it.
 
     ``configuration`` is the table's properties as this write committed them, so a property set by
@@ -383,5 +396,5 @@ def _sync_iceberg(spark: Any, result: WriteResult, configuration: Mapping[str, s
     if not sync_requested(configuration):
         return result
     conf_catalog = spark.conf.get(CATALOG_CONF, None)
-    synced = sync_after_commit(result.location, result.version, configuration, conf_catalog)
+    synced = sync_after_commit(result.location, result.version, configuration, conf_catalog, identifier)
     return dataclasses.replace(result, iceberg=synced)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import stat
+import sys
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
@@ -107,3 +109,13 @@ def live_files_with_lineage(root: Path) -> list[dict[str, Any]]:
                 seq = m["sequence_number"]
             out.append({**df, "path": df["file_path"], "first_row_id": first, "data_sequence_number": seq})
     return out
+
+
+def python_with_env(script: Path, exports: dict[str, str]) -> Path:
+    """An executable wrapper of this interpreter that exports ``exports`` first: what a user names in
+    ``spark.icecompat.python`` so that the guard's rule service (its own process, its own environment)
+    sees pyiceberg's ``PYICEBERG_CATALOG__*`` configuration."""
+    lines = ["#!/bin/sh", *(f"export {k}='{v}'" for k, v in exports.items()), f'exec {sys.executable} "$@"']
+    script.write_text("\n".join(lines) + "\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script
