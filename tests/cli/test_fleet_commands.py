@@ -46,10 +46,10 @@ def _outcomes(out: str) -> dict[str, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def fleet(
-    spark: SparkSession, s3_server: S3Server, tmp_path_factory: pytest.TempPathFactory
+    spark: SparkSession, s3a: S3Server, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Any]]:
     base = tmp_path_factory.mktemp("fleet")
-    bucket = s3_server.new_bucket("fleet")
+    bucket = s3a.new_bucket("fleet")
     spark.sql(f"CREATE DATABASE fleet LOCATION '{base / 'db'}'")
     try:
         spark.sql(

@@ -74,13 +74,13 @@ def _env_name(catalog: str, key: str) -> str:
 
 @pytest.fixture(scope="module")
 def store_catalogs(
-    spark: SparkSession, s3_server: S3Server, tmp_path_factory: pytest.TempPathFactory
+    spark: SparkSession, s3a: S3Server, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[StoreCatalogs]:
     """Catalogs ``local`` (sqlite) and ``glue`` (moto's Glue), configured with pyiceberg's environment
     variables in this process and in the guard's rule service (a wrapper of the interpreter that exports
     them, as a user's ``spark.icecompat.python`` would); neither has an ``s3.*`` property."""
     base = tmp_path_factory.mktemp("store-catalogs")
-    found = StoreCatalogs(s3_server, base / "catalog.db")
+    found = StoreCatalogs(s3a, base / "catalog.db")
     exports = {
         _env_name("local", "type"): "sql",
         _env_name("local", "uri"): f"sqlite:///{found.sql_db}",
