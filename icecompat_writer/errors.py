@@ -21,6 +21,7 @@ __all__ = [
     "TableExistsError",
     "TableNotFoundError",
     "TableReadError",
+    "UnsupportedSparkVersion",
     "UpgradeRefused",
     "Violation",
 ]
@@ -61,6 +62,23 @@ class IcecompatError(Exception):
 
 class SetupError(IcecompatError):
     """The installation is incomplete (e.g. the shim jars were never built)."""
+
+
+class UnsupportedSparkVersion(SetupError):
+    """The running Spark is not on a line the package ships Delta jars for (``supported``: the lines,
+    e.g. ``("4.0", "4.1", "4.2")``). Raised before a session starts, instead of a missing-method error
+    from delta-spark in the middle of a write."""
+
+    def __init__(self, version: str, supported: Sequence[str], detail: str = "") -> None:
+        self.version = version
+        self.supported = tuple(supported)
+        lines = ", ".join(f"{line}.x" for line in self.supported) or "none (the jars were never built)"
+        message = (
+            f"Spark {version} is not supported by this icecompat_writer build; supported Spark lines: "
+            f"{lines} (each with delta-spark 4.4.0, bundled). Run one of these Spark versions, "
+            "e.g. `pip install 'pyspark>=4.0,<4.3'`, or see docs/install.md"
+        )
+        super().__init__(f"{message}. {detail}" if detail else message)
 
 
 class SessionConfigError(IcecompatError):

@@ -2,6 +2,10 @@
 
 The jars are resolved at build time by the shim's Maven build and copied into ``icecompat_writer/jars``
 (or the folder named by ``ICECOMPAT_JARS_DIR``), so a session never downloads packages at run time.
+One build serves every supported Spark line: the shim, the agent and the Delta jars every line shares
+sit in that folder, and each line's own delta-spark jar in ``spark-<major>.<minor>/``; the line is
+picked from the running pyspark when the session is configured, and a Spark the build has no folder
+for is refused (:class:`~icecompat_writer.errors.UnsupportedSparkVersion`) before any JVM starts.
 Settings the user already has on ``spark.jars`` and ``spark.sql.extensions`` are appended to, never
 replaced: a team's own extensions keep working.
 """
@@ -10,13 +14,14 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from .errors import SessionConfigError, SetupError, SparkConnectNotSupported
+from .errors import SessionConfigError, SetupError, SparkConnectNotSupported, UnsupportedSparkVersion
 from .jvm import bridge
 
 __all__ = [
@@ -27,12 +32,18 @@ __all__ = [
     "SHIM_JAR_NAME",
     "configure",
     "delegate_key",
+    "delta_coordinates",
     "guard_log_store_settings",
     "jars_dir",
+    "line_jars_dir",
     "log_store_key",
+    "require_supported_spark",
     "runtime_jars",
     "session",
     "spark_defaults",
+    "spark_line",
+    "submit_arguments",
+    "supported_lines",
 ]
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
@@ -40,6 +51,9 @@ DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 SHIM_JAR_NAME = "icecompat-shim.jar"
 AGENT_JAR_NAME = "icecompat-agent.jar"
 JARS_DIR_ENV = "ICECOMPAT_JARS_DIR"
+# jars/spark-<major>.<minor>/ holds one Spark line's delta-spark jar (jvm_shim/pom.xml, copy-line-jars)
+LINE_DIR_PREFIX = "spark-"
+_VERSION = re.compile(r"^(\d+)\.(\d+)(?:[.+\-].*)?$")
 # The session guard (jvm_shim io.icecompat.shim.guard): its extension, its log store, its settings.
 GUARD_EXTENSION = "io.icecompat.shim.guard.GuardExtension"
 GUARD_LOG_STORE = "io.icecompat.shim.guard.GuardedLogStore"
@@ -75,10 +89,54 @@ def jars_dir() -> Path:
     return (Path(__file__).resolve().parent / "jars").resolve()
 
 
-def runtime_jars() -> list[Path]:
-    """Every jar the plugin needs on the Spark classpath (absolute paths), shim jar first.
+def spark_line(version: str) -> str:
+    """The line (``major.minor``) of a Spark version string: ``"4.1.4"`` -> ``"4.1"``.
 
-    Raises :class:`SetupError` when the shim was never built, naming the command that builds it.
+    A string that is no Spark version is refused like an unsupported one.
+    """
+    match = _VERSION.match(version.strip())
+    if match is None:
+        raise UnsupportedSparkVersion(version, supported_lines(), "(not a Spark version string)")
+    return f"{match.group(1)}.{match.group(2)}"
+
+
+def supported_lines(folder: Path | None = None) -> list[str]:
+    """The Spark lines this installation has Delta jars for, oldest first (``["4.0", "4.1", "4.2"]``)."""
+    base = folder if folder is not None else jars_dir()
+    lines = []
+    for sub in base.glob(f"{LINE_DIR_PREFIX}*"):
+        line = sub.name.removeprefix(LINE_DIR_PREFIX)
+        if _VERSION.match(line) and any(sub.glob(f"delta-spark_{line}_*.jar")):
+            lines.append(line)
+    return sorted(lines, key=lambda line: tuple(int(part) for part in line.split(".")))
+
+
+def _pyspark_version() -> str:
+    import pyspark
+
+    return str(pyspark.__version__)
+
+
+def line_jars_dir(spark_version: str | None = None) -> Path:
+    """The folder with the delta-spark jar for ``spark_version`` (default: the running pyspark).
+
+    Raises :class:`UnsupportedSparkVersion` (listing the supported lines) for a Spark line the build
+    has no jars for.
+    """
+    version = spark_version if spark_version is not None else _pyspark_version()
+    line = spark_line(version)
+    supported = supported_lines()
+    if line not in supported:
+        raise UnsupportedSparkVersion(version, supported)
+    return jars_dir() / f"{LINE_DIR_PREFIX}{line}"
+
+
+def runtime_jars(spark_version: str | None = None) -> list[Path]:
+    """Every jar the plugin needs on the Spark classpath (absolute paths), shim jar first, for the Spark
+    line of ``spark_version`` (default: the running pyspark's).
+
+    Raises :class:`SetupError` when the shim was never built, naming the command that builds it, and
+    :class:`UnsupportedSparkVersion` for a Spark line the build has no Delta jars for.
     """
     folder = jars_dir()
     shim = folder / SHIM_JAR_NAME
@@ -87,10 +145,32 @@ def runtime_jars() -> list[Path]:
             f"the icecompat shim jar is missing ({shim}); build it with `bin/setup` "
             f"(Maven, jvm_shim/pom.xml) or point {JARS_DIR_ENV} at a folder that has it"
         )
-    others = sorted(p for p in folder.glob("*.jar") if p.name not in {SHIM_JAR_NAME, AGENT_JAR_NAME})
-    if not any(p.name.startswith("delta-spark_") for p in others):
-        raise SetupError(f"no delta-spark jar in {folder}; rebuild the shim with `bin/setup`")
-    return [shim, *others]
+    shared = sorted(p for p in folder.glob("*.jar") if p.name not in {SHIM_JAR_NAME, AGENT_JAR_NAME})
+    line = sorted(line_jars_dir(spark_version).glob("*.jar"))
+    return [shim, *shared, *line]
+
+
+def require_supported_spark(spark: SparkSession) -> None:
+    """Refuse a running session whose JVM Spark is not the line its Delta jars were picked for.
+
+    The jars follow the Python ``pyspark`` package; a ``SPARK_HOME`` of another Spark line under it
+    (spark-submit of a different installation) would fail later inside delta-spark with a
+    missing-method error, so it is refused here, naming both versions.
+    """
+    running = str(spark.version)
+    line = spark_line(running)
+    supported = supported_lines()
+    if line not in supported:
+        raise UnsupportedSparkVersion(running, supported)
+    python_side = _pyspark_version()
+    if spark_line(python_side) != line:
+        raise UnsupportedSparkVersion(
+            running,
+            supported,
+            f"This session's JVM runs Spark {running} but the Python pyspark is {python_side}, and the "
+            "Delta jars were picked for the Python one: run the pyspark package of the same Spark line "
+            "as SPARK_HOME",
+        )
 
 
 def agent_jar() -> Path:
@@ -251,7 +331,9 @@ def configure(
     driver agent) corrupt them. ``guard=None`` keeps a value already on the builder, else turns the
     guard on. ``profile=...`` (``spark.icecompat.profile``) holds every Delta write of the session to
     that profile. Python exceptions for the guard's refusals are installed for the process
-    (:func:`icecompat_writer.jvm.bridge.install_exception_hook`). Returns the same builder.
+    (:func:`icecompat_writer.jvm.bridge.install_exception_hook`). The Delta jars are those of the
+    running pyspark's Spark line; a line the package has no jars for is refused first
+    (:class:`UnsupportedSparkVersion`, listing the supported lines). Returns the same builder.
     """
     options = _builder_options(builder)
     if _is_connect(options):
@@ -260,8 +342,8 @@ def configure(
             "(spark.remote / SPARK_REMOTE) cannot load the shim on the client. Install the shim jars "
             "and extension on the Connect server instead (see conf/README.md)"
         )
+    jars = [str(p) for p in runtime_jars()]  # first: an unsupported Spark is refused before anything
     _refuse_foreign_running_session()
-    jars = [str(p) for p in runtime_jars()]
     builder.config("spark.jars", _append_csv(options.get("spark.jars"), jars))
     builder.config(
         "spark.sql.extensions",
@@ -297,11 +379,25 @@ def configure(
     return builder
 
 
-def spark_defaults(relative_to: Path | None = None) -> str:
-    """The text of a ``spark-defaults.conf`` that loads Delta and the shim.
+def delta_coordinates(spark_version: str | None = None) -> str:
+    """The Maven coordinates of the delta-spark artifact for a Spark line (``spark.jars.packages``)."""
+    line_dir = line_jars_dir(spark_version)
+    jar = next(iter(sorted(line_dir.glob("delta-spark_*.jar"))))
+    artifact, version = jar.stem.rsplit("-", 1)
+    return f"io.delta:{artifact}:{version}"
+
+
+def spark_defaults(
+    relative_to: Path | None = None, *, spark_version: str | None = None, packages: bool = False
+) -> str:
+    """The text of a ``spark-defaults.conf`` that loads Delta and the shim for a Spark line.
 
     Jar paths are absolute, or relative to ``relative_to`` (the committed ``conf/spark-defaults.conf``
-    is this text rendered relative to the project root, and a test keeps the two equal).
+    is this text rendered relative to the project root, and a test keeps the two equal). The line is
+    that of ``spark_version`` (default: the running pyspark); an unsupported one is refused
+    (:class:`UnsupportedSparkVersion`). With ``packages``, delta-spark and its dependencies come from
+    Maven (``spark.jars.packages``, for clusters that reach a Maven repository) and only the shim is
+    named by path (it is not published to Maven).
     """
 
     def shown(jar: Path) -> str:
@@ -314,7 +410,10 @@ def spark_defaults(relative_to: Path | None = None) -> str:
             return ".venv/bin/python"
         return str(exe)
 
-    paths = [shown(jar) for jar in runtime_jars()]
+    version = spark_version if spark_version is not None else _pyspark_version()
+    jars = runtime_jars(version)
+    paths = [shown(jars[0])] if packages else [shown(jar) for jar in jars]
+    line = spark_line(version)
     where = (
         "The jar paths below are relative to the project root; from anywhere else, print a copy with\n"
         "# absolute paths with `icecompat conf` (see conf/README.md). The jars are built by `bin/setup`."
@@ -325,8 +424,19 @@ def spark_defaults(relative_to: Path | None = None) -> str:
         "# icecompat_writer: Spark settings for spark-submit / SPARK_CONF_DIR / a notebook's SparkSession.",
         "# Use as is from the project root:   spark-submit --properties-file conf/spark-defaults.conf job.py",
         f"# {where}",
+        f"# For Spark {line}.x (delta-spark {delta_coordinates(version).rsplit(':', 1)[1]}); every Spark "
+        "line has its own Delta jar:",
+        "# `icecompat conf --spark-version X.Y.Z` renders the settings of another one.",
         "",
         "spark.jars  " + ",".join(paths),
+        *(
+            [
+                "# delta-spark and its dependencies from Maven (the cluster must reach a Maven repository)",
+                f"spark.jars.packages  {delta_coordinates(version)}",
+            ]
+            if packages
+            else []
+        ),
         "",
         "# The driver agent that teaches delta-spark the icebergWriterCompatV1/V3 table features.",
         f"spark.driver.extraJavaOptions  -javaagent:{shown(agent_jar())}",
@@ -352,6 +462,25 @@ def spark_defaults(relative_to: Path | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def submit_arguments(defaults: str) -> list[str]:
+    """The ``spark-submit`` command-line form of a :func:`spark_defaults` text: ``--jars``,
+    ``--packages`` and one ``--conf key=value`` per further setting."""
+    args: list[str] = []
+    for raw in defaults.splitlines():
+        text = raw.strip()
+        if not text or text.startswith("#"):
+            continue
+        key, _, value = text.partition(" ")
+        value = value.strip()
+        if key == "spark.jars":
+            args += ["--jars", value]
+        elif key == "spark.jars.packages":
+            args += ["--packages", value]
+        else:
+            args += ["--conf", f"{key}={value}"]
+    return args
+
+
 def session(
     app_name: str = "icecompat", *, guard: bool | None = None, profile: str | None = None, **conf: str
 ) -> SparkSession:
@@ -360,12 +489,14 @@ def session(
     The session guard is on unless ``guard=False`` (see :func:`configure`).
 
     Spark settings are passed as keyword arguments with their full names, e.g.
-    ``session(**{"spark.sql.warehouse.dir": "/data/wh"})``. The Delta version the session runs is
-    checked against the one the shim was built for.
+    ``session(**{"spark.sql.warehouse.dir": "/data/wh"})``. A Spark line the package has no Delta jars
+    for is refused before the JVM starts (:class:`UnsupportedSparkVersion`); the running session's
+    Spark and Delta versions are checked against the jars it loaded.
     """
     builder = SparkSession.builder.appName(app_name)
     for key, value in conf.items():
         builder.config(key, value)
     spark = configure(builder, guard=guard, profile=profile).getOrCreate()
+    require_supported_spark(spark)
     bridge.require_supported_delta(spark)
     return spark

@@ -21,9 +21,21 @@ EXIT_ERROR = 2
 
 
 def _cmd_conf(args: argparse.Namespace) -> int:
-    from icecompat_writer.sessions import spark_defaults
+    import shlex
 
-    text = spark_defaults()
+    from icecompat_writer.sessions import spark_defaults, submit_arguments
+
+    try:
+        text = spark_defaults(spark_version=args.spark_version, packages=args.packages)
+    except IcecompatError as err:
+        print(f"icecompat conf: {err}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.submit:
+        parts = submit_arguments(text)
+        text = " \\\n  ".join(
+            " ".join(shlex.quote(p) for p in parts[i : i + 2]) for i in range(0, len(parts), 2)
+        )
+        text = "spark-submit \\\n  " + text + " \\\n  your_job.py\n"
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -319,6 +331,14 @@ def doctor_report(start_spark: bool, properties_file: str | None = None) -> list
     from icecompat_writer import sessions
 
     rows: list[tuple[str, bool, str]] = []
+    supported = ", ".join(f"{line}.x" for line in sessions.supported_lines()) or "none built"
+    try:
+        line_dir = sessions.line_jars_dir()
+        rows.append(
+            ("spark line", True, f"Delta jars for this pyspark in {line_dir} (supported: {supported})")
+        )
+    except IcecompatError as err:
+        rows.append(("spark line", False, str(err)))
     try:
         jars = sessions.runtime_jars()
         rows.append(("runtime jars", True, f"{len(jars)} in {sessions.jars_dir()}"))
@@ -349,6 +369,7 @@ def doctor_report(start_spark: bool, properties_file: str | None = None) -> list
         rows.append(("spark session", False, str(err)))
         return rows
     try:
+        sessions.require_supported_spark(spark)
         info = bridge.shim_info(spark)
         rows.append(
             ("spark session", True, f"Spark {info['running_spark']}, delta-spark {info['running_delta']}")
@@ -392,8 +413,26 @@ def _cmd_iceberg(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="icecompat", description="Iceberg-safe Delta Lake tables.")
     sub = parser.add_subparsers(dest="command", required=True)
-    conf = sub.add_parser("conf", help="print a spark-defaults.conf with absolute paths to this installation")
+    conf = sub.add_parser(
+        "conf",
+        help="print the Spark settings (spark-defaults.conf, or spark-submit arguments) for this "
+        "installation and the running pyspark's Spark line",
+    )
     conf.add_argument("-o", "--output", help="write to this file instead of stdout")
+    conf.add_argument(
+        "--spark-version",
+        metavar="X.Y.Z",
+        help="render for this Spark version instead of the installed pyspark's (e.g. the cluster's)",
+    )
+    conf.add_argument(
+        "--packages",
+        action="store_true",
+        help="take delta-spark from Maven (spark.jars.packages / --packages) instead of the bundled jars; "
+        "the shim and agent stay bundled",
+    )
+    conf.add_argument(
+        "--submit", action="store_true", help="print spark-submit arguments, not a properties file"
+    )
     conf.set_defaults(func=_cmd_conf)
 
     doctor = sub.add_parser("doctor", help="say what is installed, loaded and missing")

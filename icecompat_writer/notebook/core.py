@@ -208,6 +208,7 @@ def enable(spark: SparkSession | None = None, profile: str | None = None) -> Not
     missing = [r for r in requirements if r.required and not r.ok]
     if missing:
         raise SessionConfigError(explain_missing(missing, notebook=_in_notebook()))
+    sessions.require_supported_spark(spark)
     bridge.require_supported_delta(spark)
     if chosen.startswith("writer-"):
         bridge.activate_writer_features(spark)

@@ -1,0 +1,43 @@
+"""The conftest bin/lines runs the smoke set with, outside the source tree, against the installed wheel
+(the suite's own tests/conftest.py also starts object-store servers these runs do not need).
+
+It refuses to run when ``icecompat_writer`` is not the copy installed in the running environment, so a
+line's pass can only come from the built package.
+"""
+
+from __future__ import annotations
+
+import sys
+import sysconfig
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import icecompat_writer
+
+    where = Path(icecompat_writer.__file__).resolve()
+    site = Path(sysconfig.get_paths()["purelib"]).resolve()
+    if site not in where.parents:
+        raise pytest.UsageError(f"icecompat_writer comes from {where}, not the installed wheel in {site}")
+    sys.stderr.write(f"icecompat_writer from {where.parent}\n")
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    import icecompat_writer
+
+    base = tmp_path_factory.mktemp("spark")
+    session = icecompat_writer.session(
+        "icecompat-smoke",
+        **{
+            "spark.sql.warehouse.dir": str(base / "warehouse"),
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={base / 'derby'}",
+            "spark.sql.shuffle.partitions": "2",
+        },
+    )
+    yield session
+    session.stop()
