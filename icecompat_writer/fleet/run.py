@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from icecompat_writer.errors import CompatViolation, IcecompatError
-from icecompat_writer.writing.target import quote_identifier
+from icecompat_writer.writing.target import Target
 
 from .report import TableOutcome
 
@@ -55,17 +55,17 @@ def discover_database(spark: Any, database: str) -> list[TableRef]:
     Locations and providers come from ``DESCRIBE TABLE EXTENDED`` (catalog metadata only, no job). A
     table that is not Delta is listed with its ``problem``; temporary views are not the database's.
     """
-    quoted = quote_identifier(database)
     if not spark.catalog.databaseExists(database):
         raise IcecompatError(f"no database {database!r} in the Spark session's catalog")
     refs: list[TableRef] = []
-    for row in sorted(spark.sql(f"SHOW TABLES IN {quoted}").collect(), key=lambda r: r["tableName"]):
+    target = Target(table=(database,))
+    for row in sorted(spark.sql(f"SHOW TABLES IN {target.sql_name}").collect(), key=lambda r: r["tableName"]):
         if row["isTemporary"]:
             continue
         table = str(row["tableName"])
         name = f"{database}.{table}"
         try:
-            info = _describe(spark, f"{quoted}.{quote_identifier(table)}")
+            info = _describe(spark, Target(table=(database, table)))
         except Exception as err:  # one unreadable entry of the catalog is that table's outcome
             first = (str(err).strip().splitlines() or [""])[0]
             problem = f"the Spark catalog cannot describe it ({type(err).__name__}: {first})"
@@ -82,10 +82,10 @@ def discover_database(spark: Any, database: str) -> list[TableRef]:
     return refs
 
 
-def _describe(spark: Any, quoted: str) -> dict[str, str]:
+def _describe(spark: Any, target: Target) -> dict[str, str]:
     out: dict[str, str] = {}
     detailed = False
-    for row in spark.sql(f"DESCRIBE TABLE EXTENDED {quoted}").collect():
+    for row in spark.sql(f"DESCRIBE TABLE EXTENDED {target.sql_name}").collect():
         key = str(row["col_name"] or "").strip()
         if key.startswith("# Detailed Table Information"):
             detailed = True

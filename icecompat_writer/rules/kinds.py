@@ -529,14 +529,18 @@ def _cdf_column_mapping_change(ctx: EvalContext, rule: Rule) -> Iterator[Finding
     prev = ctx.previous_schema
     if prev is None:
         return
-    now = {physical_path(f): f.name for f in ctx.schema.fields}
+    # every logical name a physical column has now (a list: siblings sharing a physical name must not
+    # make one of them look renamed)
+    now: dict[tuple[str, ...], list[str]] = {}
+    for f in ctx.schema.fields:
+        now.setdefault(physical_path(f), []).append(f.name)
     for f in prev.fields:
-        name = now.get(physical_path(f))
-        if name is None:
+        names = now.get(physical_path(f))
+        if not names:
             want = f"physical column {f.physical_name}"
             yield _f(f.path, observed="physical column dropped", expected=want, key=key)
-        elif name != f.name:
-            yield _f(f.path, observed=f"renamed to {name}", expected=f"name {f.name}", key=key)
+        elif f.name not in names:
+            yield _f(f.path, observed=f"renamed to {names[0]}", expected=f"name {f.name}", key=key)
 
 
 @kind("column_mapping_mode_transition", Scope.REPLACE, params=("from_none",))

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.errors import CompatViolation, IcecompatError, TableReadError
 from icecompat_writer.rules.catalog import ASSIGNED_AT_COMMIT
-from icecompat_writer.schema import CM_MODE
 from icecompat_writer.upgrading.plan import FileRewrite, UpgradePlan, plan_upgrade
+from icecompat_writer.writing.target import Target
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -309,8 +309,10 @@ def upgrade_table(
     # Change data feed is on and the table has no column mapping: delta-spark refuses to turn column
     # mapping on in a commit that also writes files, but accepts it in a commit of its own, after which
     # the upgrade keeps every physical name (DELTA-SPARK-CDF-COLUMN-MAPPING).
-    quoted = location.replace("`", "``")
-    spark.sql(f"ALTER TABLE delta.`{quoted}` SET TBLPROPERTIES ('{CM_MODE}'='name')").collect()
+    target = Target(location=location)
+    spark.sql(
+        f"ALTER TABLE {target.sql_name} SET TBLPROPERTIES ('delta.columnMapping.mode'='name')"
+    ).collect()
     mapped_at = read_snapshot(location).version
     log.info("turned column mapping on in %s at version %d before the upgrade", location, mapped_at)
     result = transaction.run(spark, location, attempt_upgrade)

@@ -132,6 +132,7 @@ class FakeSpark:
 @pytest.fixture
 def compat_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     import icecompat_writer.writing.api as api
+    import icecompat_writer.writing.wrappers as wrappers
 
     calls: list[dict[str, Any]] = []
 
@@ -140,6 +141,7 @@ def compat_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         return "RESULT"
 
     monkeypatch.setattr(api, "compat_write", recording)
+    monkeypatch.setattr(wrappers, "compat_write", recording)  # the wrappers hold the name they imported
     return calls
 
 

@@ -84,8 +84,11 @@ def test_every_sql_text_the_package_builds_interpolates_only_quoted_identifiers(
         if holes:
             seen.append((where, call.func.attr, tuple(holes)))  # type: ignore[attr-defined]
     assert sorted(seen) == [
+        ("fleet/run.py", "sql", ("target.sql_name",)),
+        ("fleet/run.py", "sql", ("target.sql_name",)),
         ("notebook/writers.py", "sql", ("target.sql_name",)),
         ("notebook/writers.py", "tableExists", ("target.sql_name",)),
+        ("upgrading/api.py", "sql", ("target.sql_name",)),
         ("writing/api.py", "sql", ("target.sql_name",)),
         ("writing/api.py", "sql", ("target.sql_name", "escaped")),
         ("writing/api.py", "tableExists", ("target.sql_name",)),
