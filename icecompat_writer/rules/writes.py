@@ -172,22 +172,29 @@ def runtime_violations(
                     expected=found[1],
                 )
             )
+    problems.extend(variant_violations(metadata, protocol))
+    return problems
+
+
+def variant_violations(metadata: Metadata, protocol: Protocol) -> list[Violation]:
+    """Every variant column of a table with IcebergCompatV3: delta-spark 4.4 fails on it in any commit
+    that writes data files (compat_write's, the guard's and the upgrade's rewrite alike)."""
     icv3 = (
         "icebergCompatV3" in (protocol.writer_features or ())
-        or str(config.get("delta.enableIcebergCompatV3", "")).strip().lower() == "true"
+        or str(metadata.configuration.get("delta.enableIcebergCompatV3", "")).strip().lower() == "true"
     )
-    if icv3:
-        for path in visit(metadata.schema_model, _VariantPaths()):
-            problems.append(
-                write_violation(
-                    "DELTA-WRITE-VARIANT-ICEBERG-V3",
-                    path,
-                    "delta-spark 4.4 cannot write a variant column into a table with IcebergCompatV3 "
-                    "(it fails with INVALID_FIELD_NAME on the column's physical name), although the "
-                    "profile allows variant",
-                    "store the value as JSON text (to_json) in a string column, or write it to a table "
-                    "without IcebergCompatV3",
-                    observed="variant",
-                )
-            )
-    return problems
+    if not icv3:
+        return []
+    return [
+        write_violation(
+            "DELTA-WRITE-VARIANT-ICEBERG-V3",
+            path,
+            "delta-spark 4.4 cannot write a variant column into a table with IcebergCompatV3 "
+            "(it fails with INVALID_FIELD_NAME on the column's physical name), although the "
+            "profile allows variant",
+            "store the value as JSON text (to_json) in a string column, or write it to a table "
+            "without IcebergCompatV3",
+            observed="variant",
+        )
+        for path in visit(metadata.schema_model, _VariantPaths())
+    ]

@@ -33,10 +33,10 @@ from icecompat_writer.checking.check import CheckFinding, snapshot_facts, violat
 from icecompat_writer.deltalog import AddFile, Metadata, TableState, read_snapshot
 from icecompat_writer.errors import CompatViolation, IcecompatError, UpgradeRefused, Violation
 from icecompat_writer.planning import Change, Plan, get_profile, plan, validate
-from icecompat_writer.rules.catalog import ASSIGNED_AT_COMMIT, RULES_BY_ID, layer_rule, layer_violation
+from icecompat_writer.rules.catalog import ASSIGNED_AT_COMMIT, RULES_BY_ID, layer_rule
 from icecompat_writer.rules.context import CM_MODE_KEY, column_mapping_mode
 from icecompat_writer.rules.model import Scope
-from icecompat_writer.rules.schema import index_schema_string
+from icecompat_writer.rules.writes import variant_violations
 from icecompat_writer.schema import (
     CM_ID,
     CM_NESTED_IDS,
@@ -276,32 +276,15 @@ def retire_older_compat(
 
 
 def engine_refusals(profile: str, planned: Plan, previous: TableState) -> list[Violation]:
-    """What delta-spark 4.4 would refuse in a commit that writes data files under ``planned``: a variant
-    column under IcebergCompatV3 (its Parquet writer fails on it), and a column mapping change on a table
-    with change data feed (checked against the table as it is, also for a new table state)."""
+    """What delta-spark 4.4 would refuse in a commit that writes data files under ``planned``: a column
+    mapping change on a table with change data feed (checked against the table as it is, also for a new
+    table state), and a variant column under IcebergCompatV3 (the write path's own check)."""
     found = [
         v
         for v in validate(profile, planned.metadata, planned.protocol, previous, scopes={Scope.REPLACE})
         if v.rule == "DELTA-SPARK-CDF-COLUMN-MAPPING"
     ]
-    if _true(planned.metadata.configuration, "delta.enableIcebergCompatV3"):
-        index = index_schema_string(planned.metadata.schema_string)
-        for node in index.of_categories(["variant"]):
-            rule = layer_rule("DELTA-WRITE-VARIANT-ICEBERG-V3")
-            found.append(
-                layer_violation(
-                    profile,
-                    rule.id,
-                    node.path,
-                    "the upgrade rewrites data files, and delta-spark 4.4 cannot write a variant column "
-                    "into a table with IcebergCompatV3 (the rewrite fails with INVALID_FIELD_NAME on the "
-                    "column's physical name)",
-                    rule.fix,
-                    observed="variant",
-                    clause=rule.clause,
-                )
-            )
-    return found
+    return found + variant_violations(planned.metadata, planned.protocol)
 
 
 def _unfixable(err: CompatViolation, root: str, profile: str) -> CompatViolation:
