@@ -41,9 +41,8 @@ from icecompat_writer.deltalog.snapshot import Snapshot, read_snapshot
 from icecompat_writer.errors import IcecompatError, TableReadError, Violation
 from icecompat_writer.facts import DataFileFacts, ParquetFooter
 from icecompat_writer.perf import gc_paused
-from icecompat_writer.planning import PROFILES, get_profile, validate
+from icecompat_writer.planning import PROFILES, get_profile, judge
 from icecompat_writer.rules.detection import WRITER_PROFILES, declared_profile, held_profile
-from icecompat_writer.rules.writes import check_properties
 from icecompat_writer.storage import ObjectPath
 
 __all__ = [
@@ -142,14 +141,6 @@ class CheckFinding:
             "file": self.file,
             "line": self.line,
         }
-
-
-def _write_rule_findings(configuration: Any) -> list[Violation]:
-    """Delta's own write rules (``DELTA-WRITE-*``) the table's log shows broken: table properties in
-    the Hadoop, Parquet and Spark namespaces reach the Hadoop configuration of every later write."""
-    problems: list[Violation] = []
-    check_properties(configuration, problems)
-    return problems
 
 
 def parse_files_option(text: str) -> tuple[str, int]:
@@ -765,20 +756,19 @@ def check_table(
         raise _unreadable(path, e) from e
     findings.extend(dv_findings)
 
-    def run(p: str) -> list[Violation]:
-        return validate(p, snapshot.metadata, snapshot.protocol, None, files=file_facts)
-
+    # An audit of the table as committed: no previous state (the replace rules judge writes), and
+    # Delta's own write rules (``DELTA-WRITE-*``) on its properties: those in the Hadoop, Parquet and
+    # Spark namespaces reach the Hadoop configuration of every later write. Without a profile each
+    # one is judged for the candidates, and the write rules once.
+    metadata, protocol = snapshot.metadata, snapshot.protocol
     candidates: dict[str, int] = {}
-    if chosen is None:
-        violations: list[Violation] = []
-        for name in PROFILES:
-            found = run(name)
-            candidates[name] = len(found)
-            violations.extend(found)
-        violations.sort()
-    else:
-        violations = run(chosen)
-    violations = sorted([*violations, *_write_rule_findings(snapshot.metadata.configuration)])
+    violations: list[Violation] = []
+    for name in PROFILES if chosen is None else ():
+        found = judge(name, metadata, protocol, None, file_facts)
+        candidates[name] = len(found)
+        violations.extend(found)
+    violations.extend(judge(chosen, metadata, protocol, None, file_facts, table_properties=True))
+    violations.sort()
     return Report(
         table=str(snapshot.table_root),
         version=snapshot.version,

@@ -1,7 +1,7 @@
 """Whether a Delta table version may be converted: the rule catalog first, then the emitter's own checks.
 
 Compliance is decided by the same rule catalog the writer enforces and ``icecompat check`` reports
-(:func:`icecompat_writer.planning.validate`), for the profile the table declares, so the emitter never
+(:func:`icecompat_writer.planning.judge`), for the profile the table declares, so the emitter never
 re-implements a rule and can never disagree with the checker about what "compliant" means. Which rules
 apply is chosen by :func:`rule_set_for`:
 
@@ -31,8 +31,7 @@ from typing import Any
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import Violation
 from icecompat_writer.facts import DataFileFacts
-from icecompat_writer.planning import DEFAULT_PROFILE, PROFILES, Profile, validate
-from icecompat_writer.rules.catalog import DELTA_SPARK_RULES
+from icecompat_writer.planning import DEFAULT_PROFILE, PROFILES, Profile, judge
 from icecompat_writer.rules.detection import declared_profile
 from icecompat_writer.schema import CM_MODE
 
@@ -175,8 +174,8 @@ def table_violations(
     be reported twice.
     """
     rules = rule_set_for(metadata)
-    found = validate(rules.profile, metadata, protocol, None, files=files)
-    out = [v for v in found if v.rule not in DELTA_SPARK_RULES]  # delta-spark's limits, not Iceberg's
+    # the table as an Iceberg reader meets it: delta-spark's limits on writing it are not Iceberg's
+    out = judge(rules.profile, metadata, protocol, None, files, engine_limits=False)
     out.extend(_emitter_violations(rules, metadata, format_version))
     if out:
         return None, out

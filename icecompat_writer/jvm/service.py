@@ -84,10 +84,10 @@ from icecompat_writer.iceberg.sync import (
     sync_after_commit,
     sync_requested,
 )
-from icecompat_writer.planning import plan, validate
+from icecompat_writer.planning import judge, plan, validate
 from icecompat_writer.rules.detection import WRITER_PROFILES, declared_profile, held_profile
 from icecompat_writer.rules.model import Scope
-from icecompat_writer.rules.writes import check_properties, runtime_violations, shallow_clone_violations
+from icecompat_writer.rules.writes import check_properties, runtime_violations
 from icecompat_writer.version import __version__
 
 __all__ = ["handle", "main"]
@@ -338,16 +338,14 @@ def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:
             return {"ok": True, "profile": None}
         return {"ok": False, "profile": profile, "report": "", "violations": [], "delete": delete()}
     context = f"in commit {version} of {root}"
-    violations = _features_ahead(profile, protocol, previous)
     outside = [a.path for a in adds if resolve_data_path(root, a.path) is None]
-    if outside:
-        violations += shallow_clone_violations(outside)
     if supplied:
         footers = req.get("footers") or {}
         facts = [_supplied_facts(add, footers) for add in adds]
     else:
         facts = [file_facts(root, add) for add in adds]
-    violations += validate(profile, metadata, protocol, previous, files=facts)
+    violations = _features_ahead(profile, protocol, previous)
+    violations += judge(profile, metadata, protocol, previous, facts, outside=outside)
     if not violations:
         return {"ok": True, "profile": profile, **synced}
     return _refusal(profile, violations, context, delete())

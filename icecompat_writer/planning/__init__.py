@@ -3,12 +3,15 @@
 ``plan`` repairs what can be repaired in the log (ids, physical names, nested ids, properties,
 features, versions) and raises :class:`~icecompat_writer.errors.CompatViolation` for the rest;
 ``validate`` (the same function as :func:`icecompat_writer.rules.validate`) reports every violation,
-including those of data files. ``ids`` assigns column-mapping ids, ``protocol`` builds protocols,
+including those of data files; ``judge`` is the verdict every writer, checker and guard asks for (the
+profile's rules and Delta's own write rules, as the asker's moment allows).
+``ids`` assigns column-mapping ids, ``protocol`` builds protocols,
 ``fixes`` maps each rule kind to its repair. No Spark.
 """
 
 from __future__ import annotations
 
+from icecompat_writer.planning.judgement import judge
 from icecompat_writer.planning.planner import Change, Plan, plan
 from icecompat_writer.rules.evaluate import validate
 from icecompat_writer.rules.profiles import (
@@ -27,6 +30,7 @@ __all__ = [
     "Profile",
     "UnknownProfileError",
     "get_profile",
+    "judge",
     "plan",
     "validate",
 ]

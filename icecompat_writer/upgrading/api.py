@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.errors import CompatViolation, IcecompatError, TableReadError
-from icecompat_writer.rules.catalog import ASSIGNED_AT_COMMIT
 from icecompat_writer.upgrading.plan import FileRewrite, UpgradePlan, plan_upgrade
 from icecompat_writer.writing.target import Target
 
@@ -229,7 +228,7 @@ def upgrade_table(
     """
     from icecompat_writer.checking.footers import file_facts
     from icecompat_writer.jvm import bridge
-    from icecompat_writer.planning import get_profile, validate
+    from icecompat_writer.planning import get_profile, judge
     from icecompat_writer.writing import transaction
 
     location = _location(path)
@@ -269,11 +268,9 @@ def upgrade_table(
         rows = sum(a.num_records or 0 for a in adds)
         # read inside the attempt: an error here aborts it like a refusal (no orphan files)
         facts = [file_facts(location, a) for a in adds]
-        problems = [
-            v
-            for v in validate(prof, p.planned.metadata, p.planned.protocol, p.rules_state(), files=facts)
-            if v.rule not in ASSIGNED_AT_COMMIT
-        ]
+        problems = judge(
+            prof, p.planned.metadata, p.planned.protocol, p.rules_state(), facts, committed=False
+        )
         expected_rows = None if any(f.rows is None for f in p.rewrite) else p.rows
         if problems or (expected_rows is not None and rows != expected_rows):
             deleted = t.abort()

@@ -32,8 +32,8 @@ from typing import Any
 from icecompat_writer.checking.check import CheckFinding, snapshot_facts, violation_file
 from icecompat_writer.deltalog import AddFile, Metadata, TableState, read_snapshot
 from icecompat_writer.errors import CompatViolation, IcecompatError, UpgradeRefused, Violation
-from icecompat_writer.planning import Change, Plan, get_profile, plan, validate
-from icecompat_writer.rules.catalog import ASSIGNED_AT_COMMIT, RULES_BY_ID, layer_rule
+from icecompat_writer.planning import Change, Plan, get_profile, judge, plan, validate
+from icecompat_writer.rules.catalog import RULES_BY_ID, layer_rule
 from icecompat_writer.rules.context import CM_MODE_KEY, column_mapping_mode
 from icecompat_writer.rules.model import Scope
 from icecompat_writer.rules.writes import variant_violations
@@ -206,7 +206,7 @@ def plan_upgrade(
     if retired:
         planned = replace(planned, changes=(*retired, *planned.changes))
     rules_state = None if new_state else previous
-    problems = validate(prof, planned.metadata, planned.protocol, rules_state)
+    problems = judge(prof, planned.metadata, planned.protocol, rules_state)
     if problems:  # pragma: no cover - plan() validates the same rules; kept as the writer keeps it
         raise CompatViolation(problems, f"(upgrading {root} to {prof.name})")
 
@@ -373,11 +373,12 @@ def _live_rows(add: AddFile, footer_rows: int | None) -> int | None:
 
 def _short_files(profile: str, planned: Plan, previous: TableState, facts: list[Any]) -> dict[str, set[str]]:
     """Data file path -> the file rules it violates under the planned state."""
-    found = validate(profile, planned.metadata, planned.protocol, previous, files=facts, scopes={Scope.FILE})
+    # kept files are re-added, and Delta gives them row ids then: judged as not committed yet
+    found = judge(
+        profile, planned.metadata, planned.protocol, previous, facts, committed=False, scopes={Scope.FILE}
+    )
     by_file: dict[str, set[str]] = {}
     for v in found:
-        if v.rule in ASSIGNED_AT_COMMIT:  # kept files are re-added, and Delta gives them row ids then
-            continue
         path = violation_file(v)
         if path is None:  # every file rule names its file; anything else is a bug worth stopping for
             raise IcecompatError(f"a file rule's violation names no file: {v.render()}")

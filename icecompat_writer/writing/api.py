@@ -31,15 +31,13 @@ from icecompat_writer.errors import (
     TableNotFoundError,
 )
 from icecompat_writer.iceberg.sync import CATALOG_CONF, IcebergSync, sync_after_commit, sync_requested
-from icecompat_writer.planning import plan, validate
-from icecompat_writer.rules.catalog import ASSIGNED_AT_COMMIT
+from icecompat_writer.planning import judge, plan
 from icecompat_writer.writing import transaction
 from icecompat_writer.writing.compose import (
     OVERWRITE_MODES,
     REPLACE_MODES,
     WriteIntent,
     compose_metadata,
-    runtime_violations,
     write_violation,
 )
 from icecompat_writer.writing.target import Target, parse_target
@@ -182,11 +180,6 @@ def _previous_state(snapshot: Mapping[str, Any]) -> TableState | None:
     )
 
 
-def _planner() -> tuple[Any, Any]:
-    """The planner's ``plan`` and ``validate`` (imported late: the writer is their only Spark-side user)."""
-    return plan, validate
-
-
 def _align_by_position(df: DataFrame, previous: TableState) -> DataFrame:
     """``insertInto`` semantics: columns match the table's by position, not by name."""
     names = [f["name"] for f in previous.metadata.schema["fields"]]
@@ -265,7 +258,6 @@ def compat_write(
     from icecompat_writer.jvm import bridge  # pyspark and py4j, loaded only when a write runs
 
     req = _normalise(mode, profile, partition_by, properties, options, by_position)
-    plan_fn, validate_fn = _planner()
     spark = df.sparkSession
     if req.profile.startswith("writer-"):
         bridge.activate_writer_features(spark)
@@ -315,9 +307,8 @@ def compat_write(
             overwrite_schema=req.overwrite_schema,
         )
         composed = compose_metadata(intent, previous.metadata if previous else None)
-        planned = plan_fn(req.profile, composed, None, previous)
-        problems = validate_fn(req.profile, planned.metadata, planned.protocol, previous)
-        problems = [*problems, *runtime_violations(planned.metadata, planned.protocol, req.properties)]
+        planned = plan(req.profile, composed, None, previous)
+        problems = judge(req.profile, planned.metadata, planned.protocol, previous, asked=req.properties)
         if problems:
             raise CompatViolation(problems, f"(planning {tgt.display})")
 
@@ -338,11 +329,9 @@ def compat_write(
         adds = t.track(added)
         # read inside the attempt: an error here aborts it like a refusal (no orphan files)
         facts = [file_facts(location, a) for a in adds]
-        file_problems = [
-            v
-            for v in validate_fn(req.profile, planned.metadata, planned.protocol, previous, files=facts)
-            if v.rule not in ASSIGNED_AT_COMMIT
-        ]
+        file_problems = judge(
+            req.profile, planned.metadata, planned.protocol, previous, facts, committed=False
+        )
         if file_problems:
             removed = t.abort()
             log.warning("refused after writing: removed %d new data file(s) of %s", removed, tgt.display)
