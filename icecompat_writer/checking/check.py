@@ -400,37 +400,11 @@ def _read_data_file(
         size = st.st_size
         footer = read_footer(real)
     except (FooterReadError, OSError) as e:
-        if not os.path.exists(real):  # missing, or a link inside the table to a file that is gone
-            return None, CheckFinding(
-                MISSING_DATA_FILE, f"data file {add.path!r} does not exist ({local})", file=add.path
-            )
-        reason = e.reason if isinstance(e, FooterReadError) else str(e)
-        return None, CheckFinding(
-            UNREADABLE_DATA_FILE,
-            f"data file {add.path!r} is not a readable Parquet file: {reason}",
-            file=add.path,
-        )
+        missing = not os.path.exists(real)  # or a link inside the table to a file that is gone
+        return None, _footer_finding(add, e, missing, local)
     except Exception as e:  # a footer that breaks the decoder is this file's problem, not the audit's
-        return None, CheckFinding(
-            UNREADABLE_DATA_FILE,
-            f"data file {add.path!r} has a footer that cannot be decoded ({type(e).__name__}: "
-            f"{str(e)[:120]})",
-            file=add.path,
-        )
-    if add.size and size != add.size:
-        return footer, CheckFinding(
-            SIZE_MISMATCH,
-            f"data file {add.path!r} has {size} bytes but its AddFile says {add.size}",
-            file=add.path,
-        )
-    if add.num_records is not None and footer.num_rows != add.num_records:
-        return footer, CheckFinding(
-            ROW_COUNT_MISMATCH,
-            f"data file {add.path!r} holds {footer.num_rows} rows but its AddFile's numRecords says "
-            f"{add.num_records}",
-            file=add.path,
-        )
-    return footer, None
+        return None, _footer_finding(add, e)
+    return footer, _claim_mismatch(add, footer, size)
 
 
 def _read_object(
@@ -451,23 +425,35 @@ def _read_object(
             raise FooterReadError(target, "the file does not exist")
         footer = read_listed_footer(target, size)
     except FooterReadError as e:
-        if e.reason == "the file does not exist":
-            return None, CheckFinding(
-                MISSING_DATA_FILE, f"data file {add.path!r} does not exist ({target})", file=add.path
-            )
-        return None, CheckFinding(
-            UNREADABLE_DATA_FILE,
-            f"data file {add.path!r} is not a readable Parquet file: {e.reason}",
-            file=add.path,
-        )
+        return None, _footer_finding(add, e, e.reason == "the file does not exist", target)
     except Exception as e:  # a footer that breaks the decoder is this file's problem, not the audit's
-        return None, CheckFinding(
+        return None, _footer_finding(add, e)
+    return footer, _claim_mismatch(add, footer, size)
+
+
+def _footer_finding(
+    add: AddFile, e: BaseException, missing: bool = False, where: object = None
+) -> CheckFinding:
+    """Why the checker cannot vouch for a data file whose footer it could not read, wherever it lies:
+    gone (``missing``, at ``where``), not readable Parquet (a :class:`FooterReadError` or an I/O
+    error), or a footer that breaks the decoder (any other exception, named)."""
+    if missing:
+        return CheckFinding(
+            MISSING_DATA_FILE, f"data file {add.path!r} does not exist ({where})", file=add.path
+        )
+    if isinstance(e, FooterReadError | OSError):
+        reason = e.reason if isinstance(e, FooterReadError) else str(e)
+        return CheckFinding(
             UNREADABLE_DATA_FILE,
-            f"data file {add.path!r} has a footer that cannot be decoded ({type(e).__name__}: "
-            f"{str(e)[:120]})",
+            f"data file {add.path!r} is not a readable Parquet file: {reason}",
             file=add.path,
         )
-    return footer, _claim_mismatch(add, footer, size)
+    return CheckFinding(
+        UNREADABLE_DATA_FILE,
+        f"data file {add.path!r} has a footer that cannot be decoded ({type(e).__name__}: "
+        f"{str(e)[:120]})",
+        file=add.path,
+    )
 
 
 def _claim_mismatch(add: AddFile, footer: ParquetFooter, size: int) -> CheckFinding | None:

@@ -33,6 +33,7 @@ from icecompat_writer.storage.local import NotRegularFileError, open_regular_fil
 __all__ = [
     "TAIL_BYTES",
     "FooterReadError",
+    "decode_footer",
     "file_facts",
     "read_footer",
     "read_listed_footer",
@@ -74,6 +75,22 @@ class FooterReadError(TableReadError):
         self.reason = reason
 
 
+def decode_footer(footer: bytes, where: str | os.PathLike[str] | ObjectPath) -> ParquetFooter:
+    """The facts of one Parquet footer from its bytes: the Thrift ``FileMetaData`` a file ends with
+    (before its 4-byte length and end magic), however it was read.
+
+    Every reader comes here: a local file, an object's ranged tail read, the footer bytes the session
+    guard's JVM sent. ``where`` names the file in errors. Raises :class:`FooterReadError` when the
+    bytes are not a footer pyarrow and the schema decoder accept.
+    """
+    raw_schema = _decode_schema(where, footer)
+    try:  # framed as a minimal Parquet file, which is what pyarrow's reader takes
+        meta = pq.read_metadata(pa.BufferReader(_MAGIC + footer + struct.pack("<I", len(footer)) + _MAGIC))
+    except (OSError, pa.ArrowException, ValueError) as e:
+        raise FooterReadError(where, f"pyarrow cannot open it ({e})") from e
+    return _footer(where, raw_schema, meta)
+
+
 def read_footer(path: str | os.PathLike[str] | ObjectPath) -> ParquetFooter:
     """The footer of one Parquet file: row count, writer, key-value metadata and the schema tree.
 
@@ -83,12 +100,7 @@ def read_footer(path: str | os.PathLike[str] | ObjectPath) -> ParquetFooter:
     if isinstance(path, ObjectPath):
         return read_object_footer(path)[0]
     p = Path(path)
-    raw_schema, footer = _read_thrift_schema(p)
-    try:  # the footer bytes already read, framed as a Parquet file: the file is opened once
-        meta = pq.read_metadata(pa.BufferReader(_MAGIC + footer + struct.pack("<I", len(footer)) + _MAGIC))
-    except (OSError, pa.ArrowException, ValueError) as e:
-        raise FooterReadError(p, f"pyarrow cannot open it ({e})") from e
-    return _footer(p, raw_schema, meta)
+    return decode_footer(_local_footer_bytes(p), p)
 
 
 def read_object_footer(path: ObjectPath) -> tuple[ParquetFooter, int]:
@@ -100,10 +112,8 @@ def read_object_footer(path: ObjectPath) -> tuple[ParquetFooter, int]:
     """
     try:
         tail, size = storage.read_tail(path, TAIL_BYTES)
-        if size < 12:
-            raise FooterReadError(path, f"{size} bytes is too small for a Parquet file")
-        (length,) = struct.unpack("<I", tail[-8:-4])
         _check_end(path, tail[-8:], size)
+        (length,) = struct.unpack("<I", tail[-8:-4])
         if length + 8 > len(tail):
             footer = storage.read_range(path, size - 8 - length, length)
         else:
@@ -112,20 +122,14 @@ def read_object_footer(path: ObjectPath) -> tuple[ParquetFooter, int]:
         raise FooterReadError(path, "the file does not exist") from None
     except OSError as e:
         raise FooterReadError(path, str(e)) from e
-    raw_schema = _decode_schema(path, footer)
-    try:
-        meta = pq.read_metadata(pa.BufferReader(_MAGIC + footer + struct.pack("<I", length) + _MAGIC))
-    except (OSError, pa.ArrowException, ValueError) as e:
-        raise FooterReadError(path, f"pyarrow cannot open it ({e})") from e
-    return _footer(path, raw_schema, meta), size
+    return decode_footer(footer, path), size
 
 
 def read_listed_footer(path: ObjectPath, size: int) -> ParquetFooter:
     """The footer of a Parquet object whose size a listing gave: one ranged read, no size request.
 
-    pyarrow reads the footer (from the last 64 KiB; a longer one costs one more ranged read) and
-    serialises the same Thrift ``FileMetaData`` back, from which the schema list is decoded as for a
-    local file: the schema elements (ids, repetition, types, annotations) are fields pyarrow keeps.
+    pyarrow fetches the footer (from the last 64 KiB; a longer one costs one more ranged read) and
+    serialises the same Thrift ``FileMetaData`` back, whose bytes are decoded as any other footer's.
     """
     if size < 12:
         raise FooterReadError(path, f"{size} bytes is too small for a Parquet file")
@@ -144,10 +148,13 @@ def read_listed_footer(path: ObjectPath, size: int) -> ParquetFooter:
     meta.write_metadata_file(sink)
     data = sink.getvalue().to_pybytes()
     (length,) = struct.unpack("<I", data[-8:-4])
-    return _footer(path, _decode_schema(path, data[-8 - length : -8]), meta)
+    return decode_footer(data[-8 - length : -8], path)
 
 
 def _check_end(path: Any, tail: bytes, size: int) -> None:
+    """A file's last 8 bytes (footer length, end magic) fit a Parquet file of ``size`` bytes."""
+    if size < 12:
+        raise FooterReadError(path, f"{size} bytes is too small for a Parquet file")
     if tail[4:] == _ENCRYPTED_MAGIC:
         raise FooterReadError(path, "the footer is encrypted")
     if tail[4:] != _MAGIC:
@@ -214,35 +221,27 @@ _read_footer = read_footer  # file_facts's parameter shadows the function's name
 # --- the footer's schema list ----------------------------------------------------------------------
 
 
-def _read_thrift_schema(path: Path) -> tuple[list[dict[int, Any]], bytes]:
-    """The ``schema`` list of the footer's FileMetaData (one dict, field id -> value, per element) and
-    the footer's bytes."""
+def _local_footer_bytes(path: Path) -> bytes:
+    """The footer bytes of a local file, its start and end magic checked (a local read is cheap)."""
     try:
         with open_regular_file(path) as fh:  # a named pipe would block, a device never end
             size = os.fstat(fh.fileno()).st_size
-            if size < 12:
-                raise FooterReadError(path, f"{size} bytes is too small for a Parquet file")
-            fh.seek(size - 8)
+            if size >= 8:
+                fh.seek(size - 8)
             tail = fh.read(8)
-            if tail[4:] == _ENCRYPTED_MAGIC:
-                raise FooterReadError(path, "the footer is encrypted")
-            if tail[4:] != _MAGIC:
-                raise FooterReadError(path, "no Parquet magic at the end (not Parquet, or truncated)")
+            _check_end(path, tail, size)
             (length,) = struct.unpack("<I", tail[:4])
-            if length <= 0 or length > size - 12:
-                raise FooterReadError(path, f"footer length {length} does not fit a {size}-byte file")
             fh.seek(0)
             if fh.read(4) != _MAGIC:
                 raise FooterReadError(path, "no Parquet magic at the start")
             fh.seek(size - 8 - length)
-            data = fh.read(length)
+            return fh.read(length)
     except FileNotFoundError:
         raise FooterReadError(path, "the file does not exist") from None
     except NotRegularFileError as e:
         raise FooterReadError(path, f"it is {e.kind}, not a regular file; it was not opened") from None
     except OSError as e:
         raise FooterReadError(path, str(e)) from e
-    return _decode_schema(path, data), data
 
 
 class _SchemaCache:

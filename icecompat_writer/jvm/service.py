@@ -62,16 +62,13 @@ import base64
 import contextlib
 import dataclasses
 import json
-import struct
 import sys
-import tempfile
 import warnings
 from collections.abc import Mapping
-from pathlib import Path
 from typing import IO, Any
 
 from icecompat_writer import storage
-from icecompat_writer.checking.footers import FooterReadError, file_facts, read_footer
+from icecompat_writer.checking.footers import FooterReadError, decode_footer, file_facts
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
 from icecompat_writer.deltalog.files import AddFile
@@ -256,23 +253,16 @@ def _local_root(table: str) -> str:
 
 
 def _supplied_facts(add: Any, supplied: Mapping[str, Any]) -> Any:
-    """A new file's facts from the footer bytes the JVM read (tables not on the local disk).
-
-    The footer decoder reads files, so the few footer bytes are framed as a minimal Parquet file
-    (magic, footer, length, magic) in a private temporary file; errors name the file's add path.
-    """
+    """A new file's facts from the footer bytes the JVM read (tables not on the local disk), decoded
+    by the one footer decoder every reader uses; errors name the file's add path."""
     facts = file_facts("/", add, read_footer=False)
     entry = supplied.get(add.path) or {"error": "the driver sent no footer for this file"}
     if "footer" not in entry:
         return dataclasses.replace(facts, footer_error=str(entry.get("error")))
-    footer = base64.b64decode(entry["footer"])
-    with tempfile.TemporaryDirectory(prefix="icecompat-footer-") as tmp:
-        framed = Path(tmp) / "footer.parquet"
-        framed.write_bytes(b"PAR1" + footer + struct.pack("<I", len(footer)) + b"PAR1")
-        try:
-            return dataclasses.replace(facts, footer=read_footer(framed))
-        except FooterReadError as e:
-            return dataclasses.replace(facts, footer_error=f"{add.path}: {e.reason}")
+    try:
+        return dataclasses.replace(facts, footer=decode_footer(base64.b64decode(entry["footer"]), add.path))
+    except FooterReadError as e:
+        return dataclasses.replace(facts, footer_error=f"{add.path}: {e.reason}")
 
 
 def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from icecompat_writer.checking.footers import FooterReadError, file_facts, read_footer
+from icecompat_writer.checking.footers import FooterReadError, decode_footer, file_facts, read_footer
 from icecompat_writer.deltalog import AddFile, read_snapshot
 from icecompat_writer.errors import TableReadError
 from icecompat_writer.facts import ParquetField, ParquetFooter
@@ -337,6 +337,20 @@ def test_legacy_two_level_lists_and_ids_on_repeated_groups(tmp_path: Path) -> No
     ]
     b_element = footer.field("b").children[0].children[0]  # type: ignore[union-attr]
     assert b_element.logical_type == "String"  # derived by pyarrow from the UTF8 converted type
+
+
+def test_footer_bytes_decode_to_what_the_file_reader_reads(tmp_path: Path) -> None:
+    """The bytes between the data and the length+magic (what the guard's JVM sends): one decoder."""
+    path = write_nested(tmp_path / "n.parquet")
+    data = path.read_bytes()
+    (length,) = struct.unpack("<I", data[-8:-4])
+    from_bytes = decode_footer(data[-8 - length : -8], "sent/n.parquet")
+    from_file = read_footer(path)
+    assert from_bytes == from_file
+    assert [shape(f) for f in from_bytes.fields] == [shape(f) for f in from_file.fields]
+    with pytest.raises(FooterReadError) as info:
+        decode_footer(data[-8 - length : -20], "sent/n.parquet")
+    assert info.value.path == "sent/n.parquet"
 
 
 # --- broken files --------------------------------------------------------------------------------

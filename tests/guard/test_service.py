@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
+import struct
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from icecompat_writer.deltalog.actions import Metadata, Protocol
@@ -240,3 +244,44 @@ def test_the_guard_refuses_what_delta_spark_would(
     res = service.handle(req)
     assert res["ok"] is False
     assert {(v["rule"], v["path"]) for v in res["violations"]} == {(rule, "d")}
+
+
+def test_footer_bytes_sent_by_the_driver_are_judged_like_a_local_footer() -> None:
+    """An object-store table's commit: the JVM sends each new file's footer bytes, and a file without
+    the Parquet field ids the column mapping needs is refused from them alone."""
+    schema = {"type": "struct", "fields": [SCHEMA["fields"][0]]}
+    planned = plan("writer-v3", Metadata(json.dumps(schema), (), {}))
+    physical = planned.metadata.schema["fields"][0]["metadata"]["delta.columnMapping.physicalName"]
+    sink = io.BytesIO()
+    pq.write_table(pa.table({physical: [1, 2]}), sink)  # no field ids
+    data = sink.getvalue()
+    (length,) = struct.unpack("<I", data[-8:-4])
+    add = {
+        "path": "a.parquet",
+        "partitionValues": {},
+        "size": len(data),
+        "modificationTime": 0,
+        "dataChange": True,
+        "baseRowId": 0,
+        "defaultRowCommitVersion": 0,
+        "stats": json.dumps({"numRecords": 2}),
+    }
+    commit = [
+        json.dumps({"protocol": planned.protocol.to_json()}),
+        json.dumps({"metaData": planned.metadata.to_json()}),
+        json.dumps({"add": add}),
+    ]
+    res = service.handle(
+        {
+            "op": "check_commit",
+            "table": "s3a://bucket/t",
+            "version": 0,
+            "profile": "writer-v3",
+            "actions": commit,
+            "footers": {"a.parquet": {"footer": base64.b64encode(data[-8 - length : -8]).decode()}},
+        }
+    )
+    assert res["ok"] is False
+    assert [(v["rule"], v["path"]) for v in res["violations"]] == [("ICV3-PARQUET-FIELD-IDS", "id")]
+    assert "a.parquet" in res["violations"][0]["message"]
+    assert res["delete"] == ["a.parquet"]
