@@ -103,8 +103,6 @@ class IcebergResult:
 
 def _existing_metadata(meta_dir: Location) -> tuple[int, Location] | None:
     """The highest ``v<N>.metadata.json`` in ``metadata/`` (the hint file may lag behind): one listing."""
-    if isinstance(meta_dir, Path) and not meta_dir.is_dir():
-        return None
     try:
         listed = [e.location for e in storage.list_files(meta_dir)]
     except (FileNotFoundError, NotADirectoryError):
@@ -199,9 +197,7 @@ def write_iceberg_metadata(
         table.checked_inside = verified.inside
         first_commit = _delta.load_commit(root, start)
         table.set_delta_state(state.protocol, state.metadata, start)
-        created_dir = isinstance(meta_dir, Path) and not meta_dir.exists()
-        if isinstance(meta_dir, Path):
-            meta_dir.mkdir(exist_ok=True)
+        created_dir = storage.make_directory(meta_dir)
         try:
             _snapshot(table, first_commit, (), list(state.adds.values()), True, new_paths=True)
             _convert_commits(
@@ -211,8 +207,8 @@ def write_iceberg_metadata(
             number, path = table.commit(None)
         except BaseException:
             table.discard()
-            if created_dir and isinstance(meta_dir, Path) and not any(meta_dir.iterdir()):
-                meta_dir.rmdir()
+            if created_dir:
+                storage.remove_empty_directory(meta_dir)
             raise
         return _result(root, table, number, path, latest, verified)
 

@@ -8,14 +8,21 @@ settings (or those a driver handed over, :func:`hadoop_settings`) or each cloud'
 environment (:mod:`.config`). The one operation pyarrow lacks, a
 create that fails when the object exists, uses the cloud's SDK (:mod:`.conditional`).
 
+:class:`FileIO` (:mod:`.fileio`, in pyiceberg's manner) holds one set of store settings and hands out
+an :class:`InputFile` or :class:`OutputFile` per location; the module-level operations (:mod:`.ops`)
+are those of :data:`DEFAULT_IO`, whose settings are the running session's (or a driver's, handed
+over for one request), else the environment.
+
 Paths inside a table are resolved with :mod:`icecompat_writer.deltalog.paths`, which refuses anything
 outside the table root; this package reads only what it is given.
 """
 
 from .config import SETTINGS, StoreOptions, resolve_options
+from .fileio import FileIO, InputFile, OutputFile
 from .filesystems import clear_cache, filesystem, filesystem_kwargs, hadoop_settings, options_for
 from .local import NotRegularFileError, check_regular_file, file_kind, open_regular_file
 from .ops import (
+    DEFAULT_IO,
     MAX_PARALLEL_READS,
     FileEntry,
     create_if_absent,
@@ -24,6 +31,7 @@ from .ops import (
     file_size,
     list_files,
     list_tree,
+    make_directory,
     map_bounded,
     mtime_ms,
     parquet_source,
@@ -31,6 +39,7 @@ from .ops import (
     read_parquet_metadata,
     read_range,
     read_tail,
+    remove_empty_directory,
     write_bytes,
 )
 from .uri import (
@@ -45,13 +54,17 @@ from .uri import (
 )
 
 __all__ = [
+    "DEFAULT_IO",
     "FAMILIES",
     "MAX_PARALLEL_READS",
     "SETTINGS",
     "FileEntry",
+    "FileIO",
+    "InputFile",
     "Location",
     "NotRegularFileError",
     "ObjectPath",
+    "OutputFile",
     "StoreOptions",
     "UnsupportedSchemeError",
     "check_regular_file",
@@ -69,6 +82,7 @@ __all__ = [
     "list_files",
     "list_tree",
     "location_uri",
+    "make_directory",
     "map_bounded",
     "mtime_ms",
     "open_regular_file",
@@ -79,6 +93,7 @@ __all__ = [
     "read_parquet_metadata",
     "read_range",
     "read_tail",
+    "remove_empty_directory",
     "resolve_options",
     "write_bytes",
 ]

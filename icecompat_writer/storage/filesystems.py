@@ -109,9 +109,10 @@ def options_for(path: ObjectPath) -> StoreOptions:
     return resolve_options(path, hadoop)
 
 
-def filesystem(path: ObjectPath) -> pafs.FileSystem:
-    """The pyarrow filesystem that reaches ``path``'s bucket (container) with its resolved options."""
-    options = options_for(path)
+def filesystem(path: ObjectPath, options: StoreOptions | None = None) -> pafs.FileSystem:
+    """The pyarrow filesystem that reaches ``path``'s bucket (container) with ``options`` (default:
+    its resolved options, :func:`options_for`); one per distinct set of options."""
+    options = options_for(path) if options is None else options
     name, kwargs = filesystem_kwargs(path, options)
     key = (
         name,

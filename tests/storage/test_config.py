@@ -221,3 +221,22 @@ def test_handed_over_hadoop_settings_win_over_the_environment_inside_the_block_o
     assert again == inside
     assert nested_none == after == before != inside
     assert "handed-secret" not in repr(inside.sources)  # sources name keys, never values
+
+
+def test_a_fileio_built_with_hadoop_settings_uses_them_whatever_the_process_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The settings travel with the FileIO object: no block around the calls, no process-wide state."""
+    from icecompat_writer import storage
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "from-env")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "env-secret")
+    path = s3("s3a://bkt/t")
+    handed = {"fs.s3a.access.key": "handed", "fs.s3a.secret.key": "handed-secret"}
+    io = storage.FileIO(hadoop=handed)
+    with storage.hadoop_settings({"fs.s3a.access.key": "other", "fs.s3a.secret.key": "other-secret"}):
+        inside = io.options(path)
+    assert inside.get("access_key") == "handed" and inside.get("secret_key") == "handed-secret"
+    assert io.options(path) == inside
+    assert storage.FileIO().options(path).get("access_key") == storage.options_for(path).get("access_key")
+    assert storage.FileIO().options(path).get("access_key") != "handed"

@@ -172,3 +172,36 @@ def test_map_bounded_keeps_order_and_bounds_threads() -> None:
 
     assert list(storage.map_bounded(work, list(range(40)), workers=4)) == [i * i for i in range(40)]
     assert 1 < peak <= 4
+
+
+def test_local_directories_are_made_once_and_removed_only_when_empty(tmp_path: Path) -> None:
+    meta = tmp_path / "metadata"
+    assert storage.make_directory(meta) is True
+    assert storage.make_directory(meta) is False  # there already: not this call's to remove
+    (meta / "v1.metadata.json").write_bytes(b"{}")
+    assert storage.remove_empty_directory(meta) is False and meta.is_dir()
+    (meta / "v1.metadata.json").unlink()
+    assert storage.remove_empty_directory(meta) is True and not meta.exists()
+    (tmp_path / "taken").write_bytes(b"x")
+    with pytest.raises(FileExistsError):
+        storage.make_directory(tmp_path / "taken")
+    # an object store has no directories: nothing to make, nothing to remove
+    assert storage.make_directory(ObjectPath("s3a", "bkt", "t/metadata")) is False
+    assert storage.remove_empty_directory(ObjectPath("s3a", "bkt", "t/metadata")) is False
+
+
+def test_input_and_output_files_of_one_fileio(tmp_path: Path) -> None:
+    io = storage.FileIO()
+    out = io.new_output(tmp_path / "a" / "f.bin")
+    out.write(b"0123456789")
+    assert out.create(b"other") is False
+    f = out.to_input_file()
+    assert len(f) == 10 and f.exists()
+    assert f.read() == b"0123456789"
+    assert f.read_tail(4) == (b"6789", 10)
+    assert f.read_range(2, 3) == b"234"
+    assert io.new_input(str(tmp_path / "a" / "f.bin")).read() == b"0123456789"  # a path as text
+    assert not io.new_input(tmp_path / "nothing").exists()
+    with pytest.raises(FileNotFoundError):
+        len(io.new_input(tmp_path / "nothing"))
+    assert io.delete([tmp_path / "a" / "f.bin", tmp_path / "gone"]) == 1
