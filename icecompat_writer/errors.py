@@ -15,6 +15,7 @@ __all__ = [
     "IcebergSyncWarning",
     "IcecompatError",
     "JvmError",
+    "RuleServiceMismatch",
     "SessionConfigError",
     "SetupError",
     "SparkConnectNotSupported",
@@ -79,6 +80,12 @@ class UnsupportedSparkVersion(SetupError):
             "e.g. `pip install 'pyspark>=4.0,<4.3'`, or see docs/install.md"
         )
         super().__init__(f"{message}. {detail}" if detail else message)
+
+
+class RuleServiceMismatch(SetupError):
+    """The driver's jar and the rule service (``spark.icecompat.python``'s icecompat_writer) speak
+    different versions of their request protocol: two builds of the package are mixed. Refused at
+    the handshake that opens every rule service process, before any write is judged."""
 
 
 class SessionConfigError(IcecompatError):

@@ -22,6 +22,7 @@ from icecompat_writer.errors import (
     IcebergSyncWarning,
     IcecompatError,
     JvmError,
+    RuleServiceMismatch,
     SessionConfigError,
     SetupError,
     Violation,
@@ -44,6 +45,8 @@ _JAVA_TO_PYTHON: tuple[tuple[str, type[IcecompatError]], ...] = (
     ("ConcurrentDeleteDeleteException", ConcurrentWriteError),
     ("MetadataChangedException", ConcurrentWriteError),
     ("ProtocolChangedException", ConcurrentWriteError),
+    # before its base class, GuardUnavailableException: mixed builds are a set-up problem
+    ("io.icecompat.shim.guard.RuleServiceMismatchException", RuleServiceMismatch),
     ("io.icecompat.shim.guard.GuardUnavailableException", SessionConfigError),
     ("ClassNotFoundException", SetupError),
     ("NoClassDefFoundError", SetupError),

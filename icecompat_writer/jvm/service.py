@@ -8,8 +8,14 @@ validator that ``compat_write`` and ``icecompat check`` use, so a SQL ``INSERT``
 
 Operations:
 
+The messages are defined once, in :mod:`icecompat_writer.jvm.protocol` (a request with an unknown
+or missing key is refused, naming it); the first request of every process is ``hello``, the
+protocol version handshake.
+
+``hello``
+    ``{"ok": true, "protocol": N}``, or an error when the driver's protocol version differs.
 ``ping``
-    ``{"ok": true, "version": ...}``: the service is up (``icecompat doctor`` uses it).
+    ``{"ok": true, "version": ..., "protocol": N}``: the service is up (``icecompat doctor``).
 Every answer names the ``profile`` that applied (null: none, the write is not a guarded one).
 
 ``plan_metadata``
@@ -81,6 +87,8 @@ from icecompat_writer.iceberg.sync import (
     sync_after_commit,
     sync_requested,
 )
+from icecompat_writer.jvm import protocol
+from icecompat_writer.jvm.protocol import Answer, CheckCommit, PlanMetadata, Request, Sync
 from icecompat_writer.planning import judge, plan, validate
 from icecompat_writer.rules.detection import WRITER_PROFILES, declared_profile, held_profile
 from icecompat_writer.rules.model import Scope
@@ -115,7 +123,7 @@ def _held_profile(state: Any) -> str | None:
 
 def _refusal(
     profile: str, violations: list[Violation], context: str, delete: list[str] | None = None
-) -> dict[str, Any]:
+) -> Answer:
     return {
         "ok": False,
         "profile": profile,
@@ -125,23 +133,24 @@ def _refusal(
     }
 
 
-def _plan_metadata(req: Mapping[str, Any]) -> dict[str, Any]:
-    proposed = new = Metadata.from_json(req["new_metadata"])
+def _plan_metadata(req: PlanMetadata) -> Answer:
+    proposed = new = Metadata.from_json(req.new_metadata)
     previous = None
-    if req.get("table_exists"):
+    if req.table_exists:
         previous = TableState(
-            Protocol.from_json(req["old_protocol"]), Metadata.from_json(req["old_metadata"])
+            Protocol.from_json(_present(req, "old_protocol", req.old_protocol)),
+            Metadata.from_json(_present(req, "old_metadata", req.old_metadata)),
         )
-        if req.get("creating"):
+        if req.creating:
             new = _keep_mapping_mode(new, previous.metadata)
     held = _held_profile(previous)
-    requested = str(req.get("profile") or "")
+    requested = req.profile
     target = _switch_target(held, declared_profile(new.configuration))
     profile = requested or target or held
     if profile is None:
         return {"ok": True, "profile": None, "metadata": None}
-    where = f"in the metadata of {req.get('table')}"
-    if previous is not None and not req.get("creating") and held is not None and target is None:
+    where = f"in the metadata of {req.table}"
+    if previous is not None and not req.creating and held is not None and target is None:
         # An ALTER that switches the table's profile off or down (SET ... 'false', UNSET): refused,
         # never planned back (a planned-back property would make the UNSET a silent no-op).
         dropped = validate(held, new, previous.protocol, previous)
@@ -155,8 +164,8 @@ def _plan_metadata(req: Mapping[str, Any]) -> dict[str, Any]:
         planned = plan(profile, new, previous.protocol if previous else None, previous)
     except CompatViolation as e:
         return _refusal(profile, list(e.violations), where)
-    if previous is not None and not req.get("creating") and profile != held:
-        stale = _files_below(profile, planned, previous, str(req.get("table")))
+    if previous is not None and not req.creating and profile != held:
+        stale = _files_below(profile, planned, previous, str(req.table))
         if stale:
             return _refusal(profile, stale, where)
     problems = _runtime_violations(planned, new, previous)
@@ -265,26 +274,26 @@ def _supplied_facts(add: Any, supplied: Mapping[str, Any]) -> Any:
         return dataclasses.replace(facts, footer_error=f"{add.path}: {e.reason}")
 
 
-def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:
+def _check_commit(req: CheckCommit) -> Answer:
     """The last check before a commit file is written: the same rules whatever the table's store.
 
     A local table's previous state and new footers are read here; for a table on an object store the
     JVM read them through the session's own file system and sent them (``state``, ``footers``), and
     it keeps to itself which refused files are the attempt's own (files version N-1 does not have).
     """
-    version = int(req["version"])
-    actions = [json.loads(line) for line in req["actions"] if line.strip()]
-    supplied = "footers" in req
+    version = req.version
+    actions = [json.loads(line) for line in req.actions if line.strip()]
+    supplied = req.footers is not None
     previous = None
     known: set[str] = set()
     if supplied:
-        root: Any = str(req["table"])
-        state = req.get("state")
+        root: Any = req.table
+        state = req.state
         if state:
             before_state = (Protocol.from_json(state["protocol"]), Metadata.from_json(state["metadata"]))
             previous = TableState(*before_state, int(state["version"]))
     else:
-        root = _local_root(str(req["table"]))
+        root = _local_root(req.table)
         before = read_snapshot(root, version - 1) if version > 0 else None
         if before is not None:
             previous = TableState(before.protocol, before.metadata, before.version)
@@ -304,7 +313,7 @@ def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:
         return {"ok": True, "profile": None}
     state_after = TableState(protocol, metadata)
     held = _held_profile(previous)
-    requested = str(req.get("profile") or "")
+    requested = req.profile
     profile = _profile_for(requested, metadata.configuration) or _held_profile(state_after) or held
 
     def delete() -> list[str]:
@@ -317,20 +326,20 @@ def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:
                 out.append(str(local))
         return out
 
-    synced = {} if req.get("opted_out") else _sync_wanted(metadata.configuration)
+    synced: Answer = {} if req.opted_out else _sync_wanted(metadata.configuration)
     pending = _declared_later(req, previous, metadata, delete)
     if pending is not None:
         return pending
     if profile is None:
         return {"ok": True, "profile": None, **synced}
-    if req.get("opted_out"):
+    if req.opted_out:
         if profile not in WRITER_PROFILES:
             return {"ok": True, "profile": None}
         return {"ok": False, "profile": profile, "report": "", "violations": [], "delete": delete()}
     context = f"in commit {version} of {root}"
     outside = [a.path for a in adds if resolve_data_path(root, a.path) is None]
     if supplied:
-        footers = req.get("footers") or {}
+        footers = req.footers or {}
         facts = [_supplied_facts(add, footers) for add in adds]
     else:
         facts = [file_facts(root, add) for add in adds]
@@ -341,7 +350,7 @@ def _check_commit(req: Mapping[str, Any]) -> dict[str, Any]:
     return _refusal(profile, violations, context, delete())
 
 
-def _sync_wanted(configuration: Mapping[str, str]) -> dict[str, Any]:
+def _sync_wanted(configuration: Mapping[str, str]) -> Answer:
     """``{"sync": {...}}`` when the committed table asks for Iceberg, else ``{}``.
 
     The JVM sends the value back in its ``sync`` request once the commit file exists: the table
@@ -353,7 +362,7 @@ def _sync_wanted(configuration: Mapping[str, str]) -> dict[str, Any]:
     return {"sync": {k: str(configuration[k]) for k in keys if k in configuration}}
 
 
-def _sync(req: Mapping[str, Any]) -> dict[str, Any]:
+def _sync(req: Sync) -> Answer:
     """Iceberg metadata (and catalog) after a guarded commit: :func:`.iceberg.sync.sync_after_commit`.
 
     Its warning is not printed here but answered (``warning``), for the JVM to log in the driver; and
@@ -362,12 +371,12 @@ def _sync(req: Mapping[str, Any]) -> dict[str, Any]:
     with warnings.catch_warnings(record=True), contextlib.redirect_stdout(sys.stderr):
         warnings.simplefilter("ignore")
         synced = sync_after_commit(
-            str(req["table"]),
-            int(req["version"]),
-            dict(req.get("configuration") or {}),
-            str(req.get("catalog") or "") or None,
+            req.table,
+            req.version,
+            dict(req.configuration or {}),
+            req.catalog or None,
         )
-    answer: dict[str, Any] = {
+    answer: Answer = {
         "ok": synced.error is None,
         "profile": None,
         "converted_version": synced.converted_version,
@@ -380,9 +389,7 @@ def _sync(req: Mapping[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def _declared_later(
-    req: Mapping[str, Any], previous: Any, metadata: Any, delete: Any
-) -> dict[str, Any] | None:
+def _declared_later(req: CheckCommit, previous: Any, metadata: Any, delete: Any) -> Answer | None:
     """A commit made before the metadata its command sets: judged by what that metadata will be.
 
     delta-spark turns row tracking on in several commits (the protocol upgrade, the backfill that
@@ -392,23 +399,23 @@ def _declared_later(
     a commit that does not yet carry them is refused when the command's metadata would be, with the
     same violations, except the row ids the command's own backfill assigns.
     """
-    asked = req.get("command_properties") or {}
-    if not asked or previous is None or req.get("opted_out"):
+    asked = req.command_properties or {}
+    if not asked or previous is None or req.opted_out:
         return None
     if all(_same(metadata.configuration.get(k), v) for k, v in asked.items()):
         return None  # the command's own metadata commit: plan_metadata judged it
     answer = _plan_metadata(
-        {
-            "table": req.get("table"),
-            "profile": req.get("profile") or "",
-            "creating": False,
-            "table_exists": True,
-            "old_protocol": previous.protocol.to_json(),
-            "old_metadata": previous.metadata.to_json(),
-            "new_metadata": previous.metadata.with_configuration(
+        PlanMetadata(
+            table=req.table,
+            profile=req.profile,
+            creating=False,
+            table_exists=True,
+            old_protocol=previous.protocol.to_json(),
+            old_metadata=previous.metadata.to_json(),
+            new_metadata=previous.metadata.with_configuration(
                 {**previous.metadata.configuration, **{str(k): str(v) for k, v in asked.items()}}
             ).to_json(),
-        }
+        )
     )
     if answer.get("ok") or not answer.get("violations"):
         return None
@@ -421,7 +428,7 @@ def _declared_later(
     if not violations:
         return None
     context = (
-        f"in commit {req.get('version')} of {req.get('table')}, the first of a command that sets "
+        f"in commit {req.version} of {req.table}, the first of a command that sets "
         + ", ".join(sorted(str(k) for k in asked))
     )
     return _refusal(str(answer.get("profile")), violations, context, delete())
@@ -459,26 +466,35 @@ def _features_ahead(profile: str, protocol: Any, previous: Any) -> list[Violatio
     ]
 
 
-_OPS = {
-    "ping": lambda req: {"ok": True, "version": _version()},
-    "plan_metadata": _plan_metadata,
-    "check_commit": _check_commit,
-    "sync": _sync,
-}
+def _present(req: Request, key: str, value: Any) -> Any:
+    """A key optional in general that this request needs (a PlanMetadata about an existing table)."""
+    if value is None:
+        raise protocol.ProtocolError(f"rule service request {req.op!r}: missing key {key!r}")
+    return value
 
 
-def _version() -> str:
-    return __version__
+def _answer(req: Request) -> Answer:
+    """The answer to one parsed request (the operation's failures propagate to :func:`handle`)."""
+    if isinstance(req, protocol.Hello):
+        return protocol.check_hello(req)
+    if isinstance(req, protocol.Ping):
+        return {"ok": True, "version": __version__, "protocol": protocol.PROTOCOL_VERSION}
+    if isinstance(req, PlanMetadata):
+        return _plan_metadata(req)
+    if isinstance(req, CheckCommit):
+        return _check_commit(req)
+    return _sync(req)
 
 
-def handle(req: Mapping[str, Any]) -> dict[str, Any]:
-    """Answer one request (never raises: failures become ``{"error": ...}``)."""
-    op = _OPS.get(str(req.get("op")))
-    if op is None:
-        return {"error": f"unknown operation {req.get('op')!r}"}
+def handle(raw: Any) -> Answer:
+    """Answer one decoded request (never raises: failures become ``{"error": ...}``)."""
     try:
-        with storage.hadoop_settings(req.get("hadoop")):
-            return op(req)
+        req = protocol.parse_request(raw)
+    except protocol.ProtocolError as e:
+        return {"error": str(e)}
+    try:
+        with storage.hadoop_settings(req.hadoop):
+            return _answer(req)
     except Exception as e:
         return {"error": f"{type(e).__name__}: {e}"}
 
@@ -493,10 +509,10 @@ def main(stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
         try:
             req = json.loads(line)
         except json.JSONDecodeError as e:
-            answer: dict[str, Any] = {"error": f"request is not JSON: {e}"}
+            answer: Answer = {"error": f"request is not JSON: {e}"}
         else:
             answer = handle(req)
-        dst.write(json.dumps(answer, separators=(",", ":")) + "\n")
+        dst.write(protocol.serialize_answer(answer) + "\n")
         dst.flush()
     return 0
 

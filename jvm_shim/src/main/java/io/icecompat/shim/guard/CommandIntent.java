@@ -29,7 +29,7 @@ final class CommandIntent {
   static void attach(ObjectNode req, SparkSession spark) {
     Map<String, String> props = properties(spark);
     if (props != null && !props.isEmpty()) {
-      ObjectNode out = req.putObject("command_properties");
+      ObjectNode out = req.putObject(ServiceMessages.COMMAND_PROPERTIES);
       props.forEach(out::put);
     }
   }

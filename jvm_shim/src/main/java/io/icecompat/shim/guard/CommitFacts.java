@@ -97,14 +97,14 @@ final class CommitFacts {
       Configuration hadoopConf) throws IOException {
     if (version > 0) {
       Snapshot before = snapshot(spark, root, version - 1);
-      ObjectNode state = req.putObject("state");
+      ObjectNode state = req.putObject(ServiceMessages.STATE);
       state.put("version", before.version());
       state.set("protocol", JSON.readTree(before.protocol().json()).get("protocol"));
       state.set("metadata", JSON.readTree(before.metadata().json()).get("metaData"));
     } else {
-      req.putNull("state");
+      req.putNull(ServiceMessages.STATE);
     }
-    ObjectNode footers = req.putObject("footers");
+    ObjectNode footers = req.putObject(ServiceMessages.FOOTERS);
     FileSystem fs = root.getFileSystem(hadoopConf);
     Map<String, Long> adds = addSizes(actions);
     List<String> paths = new ArrayList<>(adds.keySet());

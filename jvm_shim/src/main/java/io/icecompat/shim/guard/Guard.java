@@ -191,9 +191,8 @@ public final class Guard {
     missing.forEach(out.putArray("missing")::add);
     out.set("log_stores", LogStoreWiring.statusJson(spark.sparkContext().getConf()));
     try {
-      ObjectNode ping = JSON.createObjectNode();
-      ping.put("op", "ping");
-      out.put("service", "icecompat_writer " + RuleService.get(python(spark)).call(ping).path("version").asText());
+      JsonNode ping = RuleService.get(python(spark)).call(ServiceMessages.ping());
+      out.put("service", "icecompat_writer " + ping.path("version").asText());
       out.put("service_ok", true);
     } catch (GuardUnavailableException e) {
       out.put("service", e.getMessage());
@@ -250,16 +249,15 @@ public final class Guard {
         }
         return newMetadata;
       }
-      ObjectNode req = JSON.createObjectNode();
-      req.put("op", "plan_metadata");
-      req.put("table", log.dataPath().toString());
-      req.put("profile", conf(spark, PROFILE));
-      req.put("creating", creating);
-      req.put("overwrite_schema", overwriteSchema);
-      req.put("table_exists", oldMetadata.schemaString() != null);
-      req.set("old_protocol", JSON.readTree(oldProtocol.json()).get("protocol"));
-      req.set("old_metadata", JSON.readTree(oldMetadata.json()).get("metaData"));
-      req.set("new_metadata", JSON.readTree(newMetadata.json()).get("metaData"));
+      ObjectNode req = ServiceMessages.planMetadata(
+          log.dataPath().toString(),
+          conf(spark, PROFILE),
+          creating,
+          overwriteSchema,
+          oldMetadata.schemaString() != null,
+          JSON.readTree(oldProtocol.json()).get("protocol"),
+          JSON.readTree(oldMetadata.json()).get("metaData"),
+          JSON.readTree(newMetadata.json()).get("metaData"));
       StorageSettings.attach(req, log.dataPath(), log.newDeltaHadoopConf());
       JsonNode res = RuleService.get(python(spark)).call(req);
       refuseIfViolated(res);
@@ -295,14 +293,7 @@ public final class Guard {
     if (optedOut && writerProfileOf(spark, root, actions) == null) {
       return null;
     }
-    ObjectNode req = JSON.createObjectNode();
-    req.put("op", "check_commit");
-    req.put("table", root.toString());
-    req.put("version", version);
-    req.put("profile", conf(spark, PROFILE));
-    req.put("opted_out", optedOut);
-    ArrayNode lines = req.putArray("actions");
-    actions.forEach(lines::add);
+    ObjectNode req = ServiceMessages.checkCommit(root.toString(), version, conf(spark, PROFILE), optedOut, actions);
     CommandIntent.attach(req, spark);
     boolean local = CommitFacts.readLocally(root);
     if (!local) {
@@ -354,12 +345,7 @@ public final class Guard {
     long started = System.nanoTime();
     try {
       SparkSession spark = session();
-      ObjectNode req = JSON.createObjectNode();
-      req.put("op", "sync");
-      req.put("table", table);
-      req.put("version", version);
-      req.put("catalog", spark == null ? "" : conf(spark, ICEBERG_CATALOG));
-      req.set("configuration", wanted);
+      ObjectNode req = ServiceMessages.sync(table, version, spark == null ? "" : conf(spark, ICEBERG_CATALOG), wanted);
       // an object-store table is read and written by the service with the session's own settings
       StorageSettings.attach(req, commitFile.getParent().getParent(), hadoopConf);
       JsonNode res = RuleService.get(python(spark)).call(req);

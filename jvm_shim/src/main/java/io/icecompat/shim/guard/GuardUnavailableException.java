@@ -5,7 +5,7 @@ package io.icecompat.shim.guard;
  * load, the driver agent is missing, or the rule service cannot be started. Guarded writes fail
  * with this rather than land unchecked.
  */
-public final class GuardUnavailableException extends IllegalStateException {
+public class GuardUnavailableException extends IllegalStateException {
   private static final long serialVersionUID = 1L;
 
   public GuardUnavailableException(String message) {

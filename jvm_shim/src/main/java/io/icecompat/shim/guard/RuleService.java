@@ -26,6 +26,8 @@ import java.util.Map;
  * <p>One process per driver JVM and Python executable, started on first use; requests are
  * serialised (one JSON line in, one JSON line out). A process that died is restarted once per
  * request; a process that cannot be started makes every guarded write fail, never pass unchecked.
+ * Every process starts with the protocol handshake ({@link ServiceMessages#hello}): a service of
+ * another protocol version is refused ({@link RuleServiceMismatchException}) before its first answer.
  */
 public final class RuleService {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -63,17 +65,10 @@ public final class RuleService {
     for (int attempt = 0; attempt < 2; attempt++) {
       try {
         ensureStarted();
-        in.write(line);
-        in.write('\n');
-        in.flush();
-        String answer = out.readLine();
-        if (answer == null) {
-          throw new IOException("the rule service exited (" + exitText() + ")");
-        }
-        JsonNode node = JSON.readTree(answer);
+        JsonNode node = exchange(line);
         if (node.has("error")) {
           throw new GuardUnavailableException(
-              "the icecompat rule service failed on " + request.path("op").asText() + ": "
+              "the icecompat rule service failed on " + request.path(ServiceMessages.OP).asText() + ": "
                   + node.get("error").asText());
         }
         return node;
@@ -115,6 +110,32 @@ public final class RuleService {
     process = pb.start();
     in = new BufferedWriter(new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8));
     out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+    handshake();
+  }
+
+  /**
+   * The first exchange of every process: both sides' protocol versions. A service of another
+   * version is stopped and refused ({@link RuleServiceMismatchException}) before it judges anything.
+   */
+  private void handshake() throws IOException {
+    JsonNode answer = exchange(JSON.writeValueAsString(ServiceMessages.hello()));
+    try {
+      ServiceMessages.requireSameProtocol(answer, String.join(" ", command()));
+    } catch (RuleServiceMismatchException e) {
+      stop();
+      throw e;
+    }
+  }
+
+  private JsonNode exchange(String line) throws IOException {
+    in.write(line);
+    in.write('\n');
+    in.flush();
+    String answer = out.readLine();
+    if (answer == null) {
+      throw new IOException("the rule service exited (" + exitText() + ")");
+    }
+    return JSON.readTree(answer);
   }
 
   private static Path packageParent() {

@@ -35,7 +35,7 @@ final class StorageSettings {
     if (CommitFacts.readLocally(root)) {
       return;
     }
-    ObjectNode out = req.putObject("hadoop");
+    ObjectNode out = req.putObject(ServiceMessages.HADOOP);
     values(conf).forEach(out::put);
   }
 

@@ -1,0 +1,253 @@
+"""The messages between the session guard's JVM side and the rule service, defined once.
+
+One JSON object per line each way. A request is one of the frozen dataclasses below, named by its
+``op``; :func:`parse_request` builds it from the decoded JSON and refuses (:class:`ProtocolError`,
+naming the key) an unknown operation, an unknown key, a missing required key or a value of the wrong
+JSON type, so a driver and a service that disagree about a message fail on the first request instead
+of judging a write from a key one side never sent. An answer is an :class:`Answer`;
+:func:`serialize_answer` refuses a key the protocol does not define.
+
+The Java counterparts are ``io.icecompat.shim.guard.ServiceMessages`` (the same operations, keys
+and :data:`PROTOCOL_VERSION`). The first request of every service process is ``hello``, carrying the
+driver's protocol version: the service answers its own, and either side refuses a difference
+(:func:`check_hello` here; ``RuleServiceMismatchException`` in the JVM, which the Spark adapter
+raises as :class:`icecompat_writer.errors.RuleServiceMismatch`). Change :data:`PROTOCOL_VERSION`
+with any change of a message, on both sides at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import field
+from typing import Any, ClassVar, TypedDict
+
+from icecompat_writer.errors import IcecompatError
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "Answer",
+    "CheckCommit",
+    "Hello",
+    "Ping",
+    "PlanMetadata",
+    "ProtocolError",
+    "Request",
+    "Sync",
+    "check_hello",
+    "parse_request",
+    "serialize_answer",
+]
+
+# The version of the messages below; the JVM's ServiceMessages.PROTOCOL_VERSION must equal it.
+PROTOCOL_VERSION = 1
+
+
+class ProtocolError(IcecompatError):
+    """A message that is not one the protocol defines (the text names the operation and the key)."""
+
+
+JsonObject = Mapping[str, Any]
+
+# The JSON type a field takes (its metadata), checked by parse_request: a string, an integer, a
+# boolean, a JSON object (e.g. a Delta action as the log holds it), a list of strings, an object of
+# string values, or footers (add path -> {"footer": base64} or {"error": text}).
+_KIND = "kind"
+_STR = {_KIND: "str"}
+_INT = {_KIND: "int"}
+_BOOL = {_KIND: "bool"}
+_OBJECT = {_KIND: "object"}
+_STRINGS = {_KIND: "strings"}
+_STRMAP = {_KIND: "strmap"}
+_FOOTERS = {_KIND: "footers"}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Message:
+    # Every request may carry the session's object-store settings (fs.s3a.*, fs.azure.*, fs.gs.*);
+    # they are used for that request only.
+    op: ClassVar[str] = ""
+    hadoop: Mapping[str, str] | None = field(default=None, metadata=_STRMAP)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Hello(_Message):
+    """The first request of a service process: the driver's protocol version."""
+
+    op: ClassVar[str] = "hello"
+    protocol: int = field(metadata=_INT)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Ping(_Message):
+    """Is the service up (``icecompat doctor``)? Answers the package version."""
+
+    op: ClassVar[str] = "ping"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PlanMetadata(_Message):
+    """Delta is about to update a table's metadata: the compliant metadata, or the violations."""
+
+    op: ClassVar[str] = "plan_metadata"
+    new_metadata: JsonObject = field(metadata=_OBJECT)
+    table: str | None = field(default=None, metadata=_STR)
+    profile: str = field(default="", metadata=_STR)
+    creating: bool = field(default=False, metadata=_BOOL)
+    overwrite_schema: bool = field(default=False, metadata=_BOOL)
+    table_exists: bool = field(default=False, metadata=_BOOL)
+    old_protocol: JsonObject | None = field(default=None, metadata=_OBJECT)
+    old_metadata: JsonObject | None = field(default=None, metadata=_OBJECT)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CheckCommit(_Message):
+    """A commit file is about to be written: ``actions`` are its lines, as the log will hold them.
+
+    ``state`` and ``footers`` come only for a table off the local disk (the JVM read them through
+    the session's file system); ``command_properties`` are the running command's table properties.
+    """
+
+    op: ClassVar[str] = "check_commit"
+    table: str = field(metadata=_STR)
+    version: int = field(metadata=_INT)
+    actions: tuple[str, ...] = field(metadata=_STRINGS)
+    profile: str = field(default="", metadata=_STR)
+    opted_out: bool = field(default=False, metadata=_BOOL)
+    state: JsonObject | None = field(default=None, metadata=_OBJECT)
+    footers: Mapping[str, Mapping[str, str]] | None = field(default=None, metadata=_FOOTERS)
+    command_properties: Mapping[str, str] | None = field(default=None, metadata=_STRMAP)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Sync(_Message):
+    """The commit file of ``version`` exists: bring the table's Iceberg metadata up to it."""
+
+    op: ClassVar[str] = "sync"
+    table: str = field(metadata=_STR)
+    version: int = field(metadata=_INT)
+    configuration: Mapping[str, str] | None = field(default=None, metadata=_STRMAP)
+    catalog: str | None = field(default=None, metadata=_STR)
+
+
+Request = Hello | Ping | PlanMetadata | CheckCommit | Sync
+
+_REQUESTS: dict[str, type[Hello | Ping | PlanMetadata | CheckCommit | Sync]] = {
+    cls.op: cls for cls in (Hello, Ping, PlanMetadata, CheckCommit, Sync)
+}
+
+
+def _checked(op: str, key: str, kind: str, value: Any) -> Any:
+    """``value`` as field ``key`` holds it, or ProtocolError naming the key and what it should be."""
+
+    def wrong(expected: str) -> ProtocolError:
+        return ProtocolError(
+            f"rule service request {op!r}: key {key!r} must be {expected}, got {json.dumps(value)[:80]}"
+        )
+
+    if kind == "str":
+        if not isinstance(value, str):
+            raise wrong("a string")
+        return value
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise wrong("an integer")
+        return value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise wrong("true or false")
+        return value
+    if kind == "object":
+        if not isinstance(value, dict):
+            raise wrong("a JSON object")
+        return value
+    if kind == "strings":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise wrong("a list of strings")
+        return tuple(value)
+    if kind == "strmap":
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            raise wrong("an object of string values")
+        return dict(value)
+    if kind == "footers":
+        entries_ok = isinstance(value, dict) and all(
+            isinstance(v, dict)
+            and len(v) == 1
+            and next(iter(v)) in ("footer", "error")
+            and isinstance(next(iter(v.values())), str)
+            for v in value.values()
+        )
+        if not entries_ok:
+            raise wrong('an object of {"footer": base64} or {"error": text} per add path')
+        return {str(k): dict(v) for k, v in value.items()}
+    raise AssertionError(f"unknown field kind {kind!r}")
+
+
+def parse_request(raw: Any) -> Request:
+    """The typed request a decoded JSON line holds, or ProtocolError naming what is wrong with it.
+
+    A key whose value is JSON ``null`` counts as absent (Jackson writes ``null`` for an unset node).
+    """
+    if not isinstance(raw, dict):
+        raise ProtocolError(f"a rule service request must be a JSON object, got {json.dumps(raw)[:80]}")
+    op = raw.get("op")
+    cls = _REQUESTS.get(op) if isinstance(op, str) else None
+    if cls is None:
+        raise ProtocolError(f"unknown operation {op!r} (known: {', '.join(sorted(_REQUESTS))})")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(raw) - set(fields) - {"op"})
+    if unknown:
+        raise ProtocolError(f"rule service request {op!r}: unknown key {unknown[0]!r}")
+    values: dict[str, Any] = {}
+    for name, f in fields.items():
+        value = raw.get(name)
+        if value is None:
+            if f.default is dataclasses.MISSING:
+                raise ProtocolError(f"rule service request {op!r}: missing key {name!r}")
+            continue
+        values[name] = _checked(str(op), name, f.metadata[_KIND], value)
+    return cls(**values)
+
+
+class Answer(TypedDict, total=False):
+    """Every key an answer may carry; each operation answers the subset its docstring names."""
+
+    ok: bool
+    error: str
+    protocol: int
+    version: str
+    profile: str | None
+    metadata: JsonObject | None
+    changes: list[str]
+    report: str
+    violations: list[dict[str, Any]]
+    delete: list[str]
+    sync: dict[str, str]
+    converted_version: int | None
+    lag: int | None
+    metadata_location: str | None
+    catalog: str | None
+    warning: str
+
+
+def serialize_answer(answer: Answer) -> str:
+    """One answer as the JSON line the JVM reads; a key the protocol does not define is refused."""
+    unknown = sorted(set(answer) - set(Answer.__annotations__))
+    if unknown:
+        raise ProtocolError(f"rule service answer: unknown key {unknown[0]!r}")
+    return json.dumps(answer, separators=(",", ":"))
+
+
+def check_hello(request: Hello) -> Answer:
+    """The service's side of the handshake: its protocol version, or a refusal naming both."""
+    if request.protocol != PROTOCOL_VERSION:
+        return {
+            "error": (
+                f"the icecompat driver speaks rule service protocol {request.protocol} but the rule "
+                f"service (Python icecompat_writer) speaks {PROTOCOL_VERSION}: install the same "
+                "icecompat_writer build for the driver's jar and for spark.icecompat.python"
+            ),
+            "protocol": PROTOCOL_VERSION,
+        }
+    return {"ok": True, "protocol": PROTOCOL_VERSION}
