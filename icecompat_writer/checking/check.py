@@ -53,6 +53,7 @@ __all__ = [
     "Severity",
     "SnapshotFacts",
     "check_table",
+    "counted_from_footer",
     "declared_profile",
     "held_profile",
     "parse_files_option",
@@ -606,6 +607,19 @@ def snapshot_facts(
     return SnapshotFacts(list(facts.values()), tuple(findings), len(selected), read)
 
 
+def counted_from_footer(fact: DataFileFacts, lost: frozenset[str]) -> DataFileFacts:
+    """``fact`` with its footer's row count when the log lost its ``numRecords``, else unchanged.
+
+    Only a file in ``lost`` (``Snapshot.stats_lost``: its statistics went with a checkpoint that keeps
+    none and its adding commit is gone) and whose footer was read qualifies: a file whose commit is
+    there and wrote no statistics broke the rule and keeps no count. The checker and the Iceberg
+    emitter's gate both count this way, so that what one calls compliant the other converts.
+    """
+    if fact.num_records is not None or fact.footer is None or fact.path not in lost:
+        return fact
+    return dataclasses.replace(fact, num_records=fact.footer.num_rows)
+
+
 def _count_from_footers(
     snapshot: Snapshot, facts: dict[int, DataFileFacts]
 ) -> tuple[list[CheckFinding], int]:
@@ -619,10 +633,8 @@ def _count_from_footers(
     findings, read = _read_footers(snapshot, facts, unread, None) if unread else ([], 0)
     counted = 0
     for i in uncounted:
-        footer = facts[i].footer
-        if footer is not None:
-            facts[i] = dataclasses.replace(facts[i], num_records=footer.num_rows)
-            counted += 1
+        facts[i] = counted_from_footer(facts[i], lost)
+        counted += facts[i].num_records is not None
     if counted:
         findings.append(
             CheckFinding(

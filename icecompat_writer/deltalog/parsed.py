@@ -27,7 +27,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["ParsedColumns", "TypeTree", "render_partition_values", "render_stats", "type_tree"]
+__all__ = [
+    "ParsedColumns", "TypeTree", "render_json_stats", "render_partition_values", "render_stats", "type_tree",
+]  # fmt: skip
 
 _PHYSICAL_NAME = "delta.columnMapping.physicalName"
 _MODE_KEY = "delta.columnMapping.mode"
@@ -98,6 +100,25 @@ def render_stats(stats: pa.Array, tree: TypeTree) -> pa.Array:
             rendered = _plain_json(child)
         parts.append(_member(name, rendered))
     return _join_object(parts, stats)
+
+
+def render_json_stats(parsed: Mapping[str, Any]) -> str:
+    """A ``stats_parsed`` object of a JSON checkpoint as the JSON stats string.
+
+    In a JSON file the struct's values are already JSON as Delta writes stats (its writer serialises
+    the typed struct the way it serialises ``stats``), so rendering drops the nulls and puts
+    ``numRecords`` first, as :func:`render_stats` does for the Parquet form.
+    """
+    ordered = sorted(parsed.items(), key=lambda kv: kv[0] != "numRecords")
+    return json.dumps(
+        {k: _without_nulls(v) for k, v in ordered if v is not None}, separators=(",", ":"), ensure_ascii=False
+    )
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    return value
 
 
 def _field(arr: pa.Array, i: int) -> pa.Array:

@@ -151,6 +151,8 @@ def _read_columnar(
 ) -> JsonActions | None:
     """File-action lines through pyarrow.json, the rest line by line; None: read it all line by line."""
     data = b"".join(routed)
+    if b'"stats_parsed"' in data:
+        return None  # a JSON checkpoint's typed stats: the line reader keeps them for the replay
     if not data.isascii():
         try:
             data.decode("utf-8")  # pyarrow does not check; json.loads refuses what this refuses

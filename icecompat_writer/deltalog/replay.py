@@ -37,7 +37,7 @@ from icecompat_writer.storage import Location
 from .actions import Protocol
 from .columnar import FILE_ACTIONS_SCHEMA, fill_parsed, line_dv_key, line_rows, only_adds, reconcile
 from .findings import FindingCode, LogFinding
-from .parsed import ParsedColumns, type_tree
+from .parsed import ParsedColumns, render_json_stats, type_tree
 from .paths import (
     DELTA_LOG_DIR,
     LAST_CHECKPOINT_FILE,
@@ -596,6 +596,9 @@ def _read_checkpoint(
             adds.append(as_dicts)
             for name, a in read.actions:
                 if name == "add":
+                    parsed = a.get("stats_parsed")
+                    if a.get("stats") is None and isinstance(parsed, dict):
+                        a["stats"] = render_json_stats(parsed)  # writeStatsAsJson=false, JSON form
                     as_dicts.append(a)
                 elif name == "sidecar":
                     sidecars.append(a)

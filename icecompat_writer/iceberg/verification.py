@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from icecompat_writer import storage
-from icecompat_writer.checking.check import snapshot_facts
+from icecompat_writer.checking.check import counted_from_footer, snapshot_facts
 from icecompat_writer.checking.footers import file_facts
 from icecompat_writer.deltalog import Snapshot, read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
@@ -140,10 +140,12 @@ def _check(
     adds: Sequence[AddFile],
     facts: list[DataFileFacts],
     inside: set[str],
+    lost: frozenset[str] = frozenset(),
 ) -> int:
     """Facts of ``adds`` (footers read unless the path leaves the root) added to ``facts``, then the
-    rules; refuses with every problem. Paths found inside the root go into ``inside``. Returns the
-    number of footers read."""
+    rules; refuses with every problem. Paths found inside the root go into ``inside``. A file in
+    ``lost`` (``Snapshot.stats_lost``) takes its row count from its footer, as the checker does.
+    Returns the number of footers read."""
     real_root = os.path.realpath(root) if isinstance(root, Path) else ""
     outside: list[Violation] = []
     read = 0
@@ -158,7 +160,8 @@ def _check(
     # a local footer is a few page-cache reads and mostly Python decoding under the GIL, where 16
     # threads measured twice as slow as one, so local reads use as many threads as there are cores.
     facts.extend(
-        storage.map_bounded(
+        counted_from_footer(fact, lost)
+        for fact in storage.map_bounded(
             lambda pair: file_facts(root, pair[0], read_footer=pair[1] is None),
             list(zip(adds, reasons, strict=True)),
             workers=LOCAL_READERS if isinstance(root, Path) else storage.MAX_PARALLEL_READS,
@@ -187,7 +190,7 @@ def verify_full(
     read = 0
     if isinstance(snap.table_root, ObjectPath):
         # one listing of the table, then one ranged read per footer in a bounded pool (the checker's path)
-        facts = list(snapshot_facts(snap, files="all", every_file=True).facts)
+        facts = list(snapshot_facts(snap, files="all", every_file=True, footer_counts=True).facts)
         read = len(facts)
         real_root = ""
         outside = [
@@ -207,6 +210,7 @@ def verify_full(
             snap.add_files,
             facts,
             inside,
+            snap.stats_lost,
         )
     return Verified(
         version,

@@ -160,11 +160,17 @@ def copy_previous_mapping(
 
 
 def assign_column_ids(fields: Fields, ids: IdCounter) -> Changed:
-    """Give every field without one a fresh id, and a physical name ``col-<id>`` where it has none."""
+    """Give every field without one a fresh id, and a physical name ``col-<id>`` where it has none.
+
+    An id whose ``col-<id>`` a field already has as its physical name (a column named ``col-3`` in a
+    table that had no column mapping keeps that name for its data files) is skipped, so that a new
+    column never shares a physical name with another.
+    """
     changed: Changed = []
     add = changed.append
     id_is, then_name = CM_ID + "=", ", " + CM_PHYSICAL_NAME + "=col-"  # concatenated: a third of format()
     top = ids.max  # handed out locally (one attribute write at the end instead of a call per field)
+    taken = _generated_names_in_use(fields)
     for f, path in fields:
         md = _metadata(f)
         cid = md.get(CM_ID)
@@ -176,6 +182,9 @@ def assign_column_ids(fields: Fields, ids: IdCounter) -> Changed:
                 add((path, CM_PHYSICAL_NAME + "=" + pn))
             continue
         top += 1
+        if not has_pn:
+            while "col-" + str(top) in taken:
+                top += 1
         md[CM_ID] = top
         if has_pn:
             add((path, f"{CM_ID}={top}"))
@@ -185,6 +194,17 @@ def assign_column_ids(fields: Fields, ids: IdCounter) -> Changed:
             add((path, id_is + text + then_name + text))
     ids.max = top
     return changed
+
+
+def _generated_names_in_use(fields: Fields) -> set[str]:
+    """The physical names of the form ``col-...`` the fields already have."""
+    out: set[str] = set()
+    for f, _ in fields:
+        md = f.get("metadata")
+        pn = md.get(CM_PHYSICAL_NAME) if isinstance(md, dict) else None
+        if isinstance(pn, str) and pn.startswith("col-"):
+            out.add(pn)
+    return out
 
 
 def rename_physical(fields: Fields, template: str, keep: Callable[[dict[str, Any]], bool]) -> Changed:

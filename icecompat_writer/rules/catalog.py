@@ -378,6 +378,21 @@ def _column_mapping_rules() -> list[Rule]:
             params={"min_id": MIN_FIELD_ID, "max_id": MAX_FIELD_ID},
         ),
         Rule(
+            "CM-PHYSICAL-NAMES-UNIQUE",
+            ALL,
+            "physical_names_unique",
+            checks="No two fields of one struct share a physical name (every physical field path is "
+            "unique).",
+            message="the field has physical name `{physical}`, which its sibling `{other}` also has: "
+            "their data in every file is one Parquet column, and Delta and Iceberg readers cannot tell "
+            "which field it belongs to",
+            fix="recreate the table (CREATE TABLE ... AS SELECT, or write it to a new location) so that "
+            "each column gets its own physical name; the data files cannot be re-mapped in place",
+            clause=P_CM,
+            also=(P_CM_WRITER,),
+            reference="delta-spark 4.4.0 DeltaColumnMapping.checkColumnIdAndPhysicalNameAssignments",
+        ),
+        Rule(
             "CM-MAX-COLUMN-ID",
             ALL,
             "max_column_id",

@@ -41,6 +41,8 @@ from icecompat_writer.rules.schema import (
     type_text,
 )
 from icecompat_writer.schema import Schema
+from icecompat_writer.schema.model import ArrayType, Field, MapType, PrimitiveType, StructType
+from icecompat_writer.schema.visitor import SchemaVisitor, visit
 
 __all__ = ["KINDS", "Kind", "check_against_kinds"]
 
@@ -327,6 +329,52 @@ def _nested_ids_assigned(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
                 key=s.key,
                 owner=s.owner.path,
             )
+
+
+class _SharedPhysicalNames(SchemaVisitor[None]):
+    """Collects, struct by struct, each field whose physical name an earlier sibling already has."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[Field, Field]] = []  # (field, the earlier sibling with its name)
+
+    def struct(self, struct: StructType, field_results: list[None]) -> None:
+        first: dict[str, Field] = {}
+        for f in struct.fields:
+            other = first.setdefault(f.physical_name, f)
+            if other is not f:
+                self.found.append((f, other))
+
+    def field(self, field: Field, type_result: None) -> None:
+        return None
+
+    def array(self, array: ArrayType, element_result: None) -> None:
+        return None
+
+    def map(self, map_type: MapType, key_result: None, value_result: None) -> None:
+        return None
+
+    def primitive(self, primitive: PrimitiveType) -> None:
+        return None
+
+
+@kind("physical_names_unique", Scope.SCHEMA, fields=("other", "physical"))
+def _physical_names_unique(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
+    """Under column mapping (id or name), no two fields of one struct (the top level, a nested struct,
+    a struct inside an array or map) share a physical name: every physical field path is unique, so a
+    data file's column belongs to exactly one field."""
+    model = ctx.schema.model
+    if model is None or column_mapping_mode(ctx.config) not in ("name", "id"):
+        return
+    shared = _SharedPhysicalNames()
+    visit(model, shared)
+    for f, other in shared.found:
+        yield _f(
+            f.path,
+            observed=f.physical_name,
+            expected=f"a physical name no sibling has (`{other.path}` has {f.physical_name!r})",
+            other=other.path,
+            physical=f.physical_name,
+        )
 
 
 @kind("physical_name_pattern", Scope.SCHEMA, params=("template",))

@@ -23,6 +23,7 @@ import pytest
 from icecompat_writer.checking.check import NUM_RECORDS_FROM_FOOTERS, check_table
 from icecompat_writer.deltalog import FindingCode, read_snapshot
 from icecompat_writer.deltalog.parsed import render_partition_values, render_stats
+from icecompat_writer.deltalog.readers import COLUMNAR_MIN_LINES
 from tests.deltalog import logbuilder as lb
 
 
@@ -271,3 +272,31 @@ def test_rendering_keeps_nulls_out_and_numrecords_first() -> None:
         [("t", "2024-05-06T07:08:09.123456Z"), ("z", "2024-05-06 00:00:00.000000"), ("b", "true")],
         None,
     ]
+
+
+@pytest.mark.parametrize("copies", [1, COLUMNAR_MIN_LINES], ids=["few adds", "many adds (columnar reader)"])
+def test_stats_parsed_in_a_json_v2_checkpoint_is_read(tmp_path: Path, copies: int) -> None:
+    """A JSON top-level V2 checkpoint holding the adds with ``stats_parsed`` objects and no ``stats``:
+    each file's stats are those its commit wrote, however many adds the file has."""
+    build(tmp_path, stats_struct=False, keep_commit=True)
+    commit = tmp_path / "_delta_log" / f"{0:020d}.json"
+    actions = [json.loads(line) for line in commit.read_text().splitlines()]
+    non_file = [a for a in actions if "add" not in a and "commitInfo" not in a]
+    adds = []
+    expected = {}
+    for i in range(copies):
+        for a in (a for a in actions if "add" in a):
+            add = dict(a["add"], path=f"{i}/{a['add']['path']}")
+            expected[add["path"]] = add.pop("stats")
+            add["stats_parsed"] = json.loads(expected[add["path"]])
+            adds.append({"add": add})
+    for p in tmp_path.glob("_delta_log/*.checkpoint.parquet"):
+        p.unlink()
+    lb.LogBuilder(tmp_path).v2_checkpoint(0, non_file, adds, file_format="json")
+    commit.unlink()
+    snap = read_snapshot(tmp_path)
+    assert snap.findings == () and snap.stats_lost == frozenset()
+    assert len(snap.add_files) == 2 * copies
+    for add in snap.add_files:
+        assert stats_equal(add.stats, expected[add.path]), (add.path, add.stats)
+        assert add.num_records == json.loads(expected[add.path])["numRecords"]

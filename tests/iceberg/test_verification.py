@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from icecompat_writer.checking.check import NUM_RECORDS_FROM_FOOTERS, check_table
 from icecompat_writer.errors import CompatViolation
 from icecompat_writer.iceberg import write_iceberg_metadata
 from icecompat_writer.iceberg.verification import (
@@ -206,3 +207,31 @@ def test_a_re_added_file_is_replaced_not_duplicated(tmp_path: Path) -> None:
     plan = static_table(tmp_path).scan().plan_files()
     assert sorted(Path(t.file.file_path).name for t in plan) == sorted(table.files)
     assert metadata_json(tmp_path)["properties"][PROP_VERIFIED_FILES] == "4"
+
+
+def test_a_table_whose_adding_commit_is_gone_converts_with_footer_counts(tmp_path: Path) -> None:
+    """A checkpoint that keeps no statistics, the commit that added the files cleaned up: the gate
+    counts the footers as the checker does (a warning there), so the table converts with true counts."""
+    table = build_table(tmp_path, "v3", files=2, rows_per_file=ROWS)
+    commit = tmp_path / "_delta_log" / f"{0:020d}.json"
+    actions = [json.loads(line) for line in commit.read_text().splitlines()]
+    rows = [a for a in actions if "commitInfo" not in a]
+    for a in rows:
+        a.get("add", {}).pop("stats", None)
+    # the checkpoint's add struct has no stats column at all (writeStatsAsJson and -AsStruct false)
+    add_type = pa.struct([f for f in lb.ADD_TYPE if f.name != "stats"])
+    schema = pa.schema([pa.field("add", add_type) if f.name == "add" else f for f in lb.V1_CHECKPOINT_SCHEMA])
+    # a later commit, the checkpoint at it, and log clean-up removed the commit that added the files
+    lb.LogBuilder(tmp_path).commit(1, [lb.commit_info("SET TBLPROPERTIES"), lb.txn("app", 1)])
+    rows.append(lb.txn("app", 1))
+    lb.write_checkpoint_parquet(tmp_path / "_delta_log" / f"{1:020d}.checkpoint.parquet", rows, schema)
+    commit.unlink()
+    report = check_table(tmp_path, "v3")
+    assert not report.violations, report.violations
+    assert [f.code for f in report.findings] == [NUM_RECORDS_FROM_FOOTERS]
+    result = write_iceberg_metadata(tmp_path)
+    assert result.verification == "full (first conversion)"
+    plan = static_table(tmp_path).scan().plan_files()
+    assert sorted(t.file.file_path.rsplit("/", 1)[1] for t in plan) == sorted(table.files)
+    assert [t.file.record_count for t in plan] == [ROWS, ROWS]
+    assert static_table(tmp_path).scan().to_arrow().num_rows == 2 * ROWS

@@ -330,3 +330,32 @@ def test_checkpoints_that_would_drop_statistics_are_given_json_statistics_back(p
         p = plan(profile, metadata(BASE_SCHEMA, config))
         assert p.metadata.configuration["delta.checkpoint.writeStatsAsJson"] == "false"
         assert not [c for c in p.changes if c.rule == "DELTA-CHECKPOINT-STATS"]
+
+
+def test_sibling_columns_sharing_a_physical_name_are_refused_with_their_paths() -> None:
+    cfg = {"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "4"}
+    s = struct(
+        field("a", "long", mapped(1, "p")),
+        field("b", "long", mapped(2, "p")),
+        field(
+            "n",
+            struct(field("x", "long", mapped(4, "q")), field("y", "long", mapped(5, "q"))),
+            mapped(3, "n"),
+        ),
+    )
+    prev = TableState(Protocol(2, 5), metadata(s, {**cfg, "delta.columnMapping.maxColumnId": "5"}), 3)
+    with raises_exactly(CompatViolation) as err:
+        plan("v3", metadata(s, {**cfg, "delta.columnMapping.maxColumnId": "5"}), None, prev)
+    shared = [v for v in err.value.violations if v.rule == "CM-PHYSICAL-NAMES-UNIQUE"]
+    assert [(v.path, v.values["other"]) for v in shared] == [("b", "a"), ("n.y", "n.x")]
+    assert "recreate the table" in shared[0].fix
+
+
+def test_a_new_column_never_takes_the_physical_name_an_existing_column_has() -> None:
+    """A table without column mapping whose column is named like a generated physical name keeps that
+    name for its data files: the new column skips the id whose col-<id> is taken."""
+    prev = TableState(Protocol(1, 2), metadata(struct(field("id", "long"), field("col-3", "long"))), 4)
+    new = metadata(struct(field("id", "long"), field("col-3", "long"), field("c", "long")))
+    out = schema_of(plan("v3", new, None, prev).metadata)
+    assert [meta(out, n)[CM_PHYSICAL_NAME] for n in ("id", "col-3", "c")] == ["id", "col-3", "col-4"]
+    assert meta(out, "c")[CM_ID] == 4

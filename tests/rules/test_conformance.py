@@ -140,6 +140,15 @@ def _duplicate_id(schema: dict) -> None:
     meta(schema, "deep/l1/l2/l3/l4/l5").update({CM_ID: other, CM_PHYSICAL_NAME: f"col-{other}"})
 
 
+def _shared_physical(source: str, target: str) -> Callable[[dict], None]:
+    """Give the field at ``target`` the physical name of the field at ``source``."""
+
+    def edit(schema: dict) -> None:
+        meta(schema, target)[CM_PHYSICAL_NAME] = meta(schema, source)[CM_PHYSICAL_NAME]
+
+    return edit
+
+
 def _nested_dup(schema: dict) -> None:
     m = meta(schema, "m")
     m[CM_NESTED_IDS][m[CM_PHYSICAL_NAME] + ".key"] = meta(schema, "id")[CM_ID]
@@ -460,6 +469,21 @@ CASES: list[Case] = [
     Case("id given as a boolean", schema_edit(set_meta("id", **{CM_ID: True})), exp(("CM-IDS-ASSIGNED",))),
     Case("duplicate column id", schema_edit(_duplicate_id), exp(("CM-IDS-UNIQUE",))),
     Case("nested id equal to a column id", schema_edit(_nested_dup), exp(("CM-IDS-UNIQUE",))),
+    Case(
+        "two columns share a physical name",
+        schema_edit(_shared_physical("id", "ünï")),
+        exp(("CM-PHYSICAL-NAMES-UNIQUE",), w1=("IWC1-PHYSICAL-NAME",), w3=("IWC1-PHYSICAL-NAME",)),
+    ),
+    Case(
+        "two fields of a map key's struct share a physical name",
+        schema_edit(_shared_physical("m/key/k1", "m/key/k2")),
+        exp(("CM-PHYSICAL-NAMES-UNIQUE",), w1=("IWC1-PHYSICAL-NAME",), w3=("IWC1-PHYSICAL-NAME",)),
+    ),
+    Case(
+        "fields of different structs share a physical name (distinct physical paths)",
+        schema_edit(_shared_physical("id", "deep/l1")),
+        exp(w1=("IWC1-PHYSICAL-NAME",), w3=("IWC1-PHYSICAL-NAME",)),
+    ),
     Case(
         "id in Iceberg's reserved range",
         state_only(
