@@ -8,6 +8,7 @@ connector, pyarrow, boto3) reaches it the way it reaches AWS: an endpoint, a reg
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -258,15 +259,20 @@ def azurite_bin() -> Path:
         / f"azurite-{version}"
     )
     exe = cache / "node_modules" / ".bin" / "azurite-blob"
-    if not exe.exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        (cache / "package.json").write_bytes(AZURITE_PACKAGE.read_bytes())
-        subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=cache,
-            check=True,
-            timeout=600,
-        )
+    if exe.exists():
+        return exe
+    cache.mkdir(parents=True, exist_ok=True)
+    # Test runs in other checkouts share this cache: the first to need it installs, the others wait.
+    with open(cache / ".install-lock", "wb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not exe.exists():
+            (cache / "package.json").write_bytes(AZURITE_PACKAGE.read_bytes())
+            subprocess.run(
+                ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
+                cwd=cache,
+                check=True,
+                timeout=600,
+            )
     return exe
 
 
