@@ -260,7 +260,9 @@ CHILD = textwrap.dedent(
         time.sleep(600)
 
     sync.write_iceberg_metadata = held
-    spark = icecompat_writer.session("sync-crash-child", **{"spark.master": "local[1]"})
+    spark = icecompat_writer.session(
+        "sync-crash-child", **{"spark.master": "local[1]", "spark.databricks.delta.snapshotPartitions": "1"}
+    )
     df = spark.range(100, 104).selectExpr("id", "cast(id % 3 as string) as part", "id * 2 as v")
     compat_write(df, sys.argv[1], mode="append")
     print("RETURNED", flush=True)

@@ -37,7 +37,9 @@ CHILD = textwrap.dedent(
     import icecompat_writer
     from icecompat_writer.writing.api import compat_write
     table, version, rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    spark = icecompat_writer.session("crash-child", **{"spark.master": "local[1]"})
+    spark = icecompat_writer.session(
+        "crash-child", **{"spark.master": "local[1]", "spark.databricks.delta.snapshotPartitions": "1"}
+    )
     df = spark.range(version * 100000, version * 100000 + rows)
     df = df.selectExpr("id", "cast(id % 7 as string) as part")
     print("WRITING", flush=True)
