@@ -12,7 +12,6 @@ delta-spark reads. Every table is built once for the module.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +20,9 @@ import pytest
 
 from icecompat_writer.checking.check import check_table
 from icecompat_writer.deltalog import FindingCode, read_snapshot
-from icecompat_writer.iceberg import write_iceberg_metadata
-from icecompat_writer.upgrading import upgrade_table
 from tests import support
-from tests.iceberg._support import normalise, spark_rows, static_table
+from tests.deltalog.foreign import upgrade_and_read
+from tests.iceberg.test_sync import catalogs  # noqa: F401  (the REST catalog server fixture)
 from tests.support import session_conf
 
 pytestmark = pytest.mark.spark
@@ -57,6 +55,83 @@ SPARK_TABLES: dict[str, tuple[str, bool, dict[str, str], str]] = {
     "ict_compacted": (f"{NO_JSON}, 'delta.enableInCommitTimestamps'='true'", True, {}, "struct"),
 }
 RS_TABLES = ("rs_plain", "rs_partitioned")
+
+# Tables made by SQL with the settings users give them: the statements run in order, ``{t}`` naming the
+# table. Rows always have a distinct ``id`` (the readers' rows are compared sorted by it).
+CREATE = "CREATE TABLE {t} "
+SQL_TABLES: dict[str, tuple[str, ...]] = {
+    "identity": (
+        CREATE + "(id BIGINT GENERATED ALWAYS AS IDENTITY, v STRING) USING delta",
+        "INSERT INTO {t} (v) VALUES ('a'), ('b'), ('c')",
+    ),
+    "generated": (
+        CREATE + "(id BIGINT, g BIGINT GENERATED ALWAYS AS (id * 2)) USING delta",
+        "INSERT INTO {t} (id) VALUES (1), (2), (3)",
+    ),
+    "check_constraint": (
+        CREATE + "(id BIGINT, v STRING) USING delta",
+        "ALTER TABLE {t} ADD CONSTRAINT id_positive CHECK (id >= 0)",
+        "INSERT INTO {t} VALUES (1, 'a'), (2, 'b')",
+    ),
+    "liquid_clustering": (
+        CREATE + "(id BIGINT, v STRING) USING delta CLUSTER BY (v)",
+        "INSERT INTO {t} VALUES (1, 'a'), (2, 'b'), (3, 'a')",
+    ),
+    "widened_numbers": (
+        CREATE + "(id BIGINT, i INT, f FLOAT) USING delta "
+        "TBLPROPERTIES ('delta.enableTypeWidening'='true')",
+        "INSERT INTO {t} VALUES (1, 1, 1.5)",
+        "ALTER TABLE {t} CHANGE COLUMN i TYPE BIGINT",
+        "ALTER TABLE {t} CHANGE COLUMN f TYPE DOUBLE",
+        "INSERT INTO {t} VALUES (2, 9223372036854775807, 2.25)",
+    ),
+    "widened_date": (
+        CREATE + "(id BIGINT, d DATE) USING delta TBLPROPERTIES ('delta.enableTypeWidening'='true', "
+        "'delta.feature.timestampNtz'='supported')",
+        "INSERT INTO {t} VALUES (1, DATE'2024-02-29')",
+        "ALTER TABLE {t} CHANGE COLUMN d TYPE TIMESTAMP_NTZ",
+        "INSERT INTO {t} VALUES (2, TIMESTAMP_NTZ'2024-03-01 12:34:56')",
+    ),
+    "name_mapping_renamed": (
+        CREATE + "(id BIGINT, a STRING, b STRING, n STRUCT<x: INT, y: INT>) USING delta "
+        "TBLPROPERTIES ('delta.columnMapping.mode'='name')",
+        "INSERT INTO {t} VALUES (1, 'a', 'b', named_struct('x', 1, 'y', 2))",
+        "ALTER TABLE {t} RENAME COLUMN a TO `a renamed`",
+        "ALTER TABLE {t} RENAME COLUMN n.x TO `x.y`",
+        "ALTER TABLE {t} DROP COLUMN b",
+        "INSERT INTO {t} VALUES (2, 'c', named_struct('x.y', 3, 'y', 4))",
+    ),
+    # delta-spark refuses ALTER TABLE SET TBLPROPERTIES enabling IcebergCompatV3 on such a table
+    # (CheckNoRowTrackingBeforeUpgradeV3); the upgrade commits as REORG ... UPGRADE UNIFORM instead
+    "row_tracking": (
+        CREATE + "(id BIGINT, v STRING) USING delta TBLPROPERTIES ('delta.enableRowTracking'='true')",
+        "INSERT INTO {t} VALUES (1, 'a'), (2, 'b')",
+        "INSERT INTO {t} VALUES (3, 'c')",
+    ),
+    "deletion_vectors": (
+        CREATE + "(id BIGINT, v STRING) USING delta TBLPROPERTIES ('delta.enableDeletionVectors'='true')",
+        "INSERT INTO {t} SELECT id, cast(id AS STRING) FROM range(0, 10, 1, 1)",
+        "DELETE FROM {t} WHERE id % 3 = 0",
+    ),
+    "string_partitions": (
+        CREATE + "(id BIGINT, p STRING) USING delta PARTITIONED BY (p)",
+        "INSERT INTO {t} VALUES (0, 'a/b'), (1, 'x=y'), (2, '50%'), (3, 'sp ace'), (4, 'ünï €'), "
+        "(5, NULL), (6, ''), (7, '#?&:')",
+    ),
+    "typed_partitions": (
+        CREATE + "(id BIGINT, d DATE, ts TIMESTAMP, ntz TIMESTAMP_NTZ, b BOOLEAN, i INT, l BIGINT, "
+        "bin BINARY) USING delta PARTITIONED BY (d, ts, ntz, b, i, l, bin)",
+        "INSERT INTO {t} VALUES (0, DATE'2024-02-29', TIMESTAMP'2024-01-01 00:00:00.123456', "
+        "TIMESTAMP_NTZ'2024-01-01 10:00:00', true, -7, 9223372036854775807, unhex('C3A9E282AC')), "
+        "(1, NULL, NULL, NULL, NULL, NULL, NULL, NULL), "
+        "(2, DATE'1970-01-01', TIMESTAMP'1969-12-31 23:59:59', TIMESTAMP_NTZ'1900-01-01 00:00:00', "
+        "false, 2147483647, -1, unhex('C3BF'))",
+    ),
+    "small_int_partitions": (
+        CREATE + "(id BIGINT, by TINYINT, sh SMALLINT) USING delta PARTITIONED BY (by, sh)",
+        "INSERT INTO {t} VALUES (0, -128, 32767), (1, NULL, NULL), (2, 5, -5)",
+    ),
+}
 
 
 def sql(spark: Any, text: str) -> None:
@@ -122,17 +197,32 @@ def build_rs_table(root: Path, name: str) -> None:
     write_deltalake(str(root), rows(9, 11), partition_by=partition_by, mode="append")
 
 
+class Tables:
+    """The module's tables, each built the first time a test asks for it and then shared: a run of a
+    few tests builds only theirs."""
+
+    def __init__(self, spark: Any, base: Path) -> None:
+        self.spark = spark
+        self.base = base
+        self.built: dict[str, Path] = {}
+
+    def __getitem__(self, name: str) -> Path:
+        if name not in self.built:
+            root = self.base / name
+            if name in SPARK_TABLES:
+                build_spark_table(self.spark, root, name)
+            elif name in RS_TABLES:
+                build_rs_table(root, name)
+            else:
+                for statement in SQL_TABLES[name]:
+                    sql(self.spark, statement.format(t=f"delta.`{root}`"))
+            self.built[name] = root
+        return self.built[name]
+
+
 @pytest.fixture(scope="module")
-def tables(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    base = tmp_path_factory.mktemp("foreign")
-    out: dict[str, Path] = {}
-    for name in SPARK_TABLES:
-        out[name] = base / name
-        build_spark_table(spark, out[name], name)
-    for name in RS_TABLES:
-        out[name] = base / name
-        build_rs_table(out[name], name)
-    return out
+def tables(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Tables:
+    return Tables(spark, tmp_path_factory.mktemp("foreign"))
 
 
 def delta_spark_counts(spark: Any, root: Path) -> tuple[int, int]:
@@ -150,7 +240,7 @@ def commit_stats(root: Path) -> dict[str, dict[str, Any]]:
 
 @pytest.mark.parametrize("name", [*SPARK_TABLES, *RS_TABLES])
 def test_reader_and_checker_count_what_delta_spark_counts(
-    spark: Any, tables: dict[str, Path], name: str
+    spark: Any, tables: Tables, name: str
 ) -> None:
     root = tables[name]
     snap = read_snapshot(root)
@@ -174,20 +264,29 @@ def test_reader_and_checker_count_what_delta_spark_counts(
     assert report.files_total == files and not report.errors
 
 
-@pytest.mark.parametrize("name", [*SPARK_TABLES, *RS_TABLES])
-def test_upgrade_check_iceberg_read(spark: Any, tables: dict[str, Path], name: str, tmp_path: Path) -> None:
-    root = tmp_path / name
-    shutil.copytree(tables[name], root)
-    expected = spark_rows(spark.read.format("delta").load(str(root)))
-    result = upgrade_table(spark, root, "v3")
-    assert result.version is not None
-    config = support.latest(root, "metaData")["configuration"]
-    if name in SPARK_TABLES and SPARK_TABLES[name][3] == "none":
+# (table, profile) -> the rules its upgrade is refused with; every other pair upgrades and converts.
+REFUSED: dict[tuple[str, str], frozenset[str]] = {}
+# One table per writer is also read through DuckDB and the REST catalog.
+READ_EVERYWHERE = {("typed_partitions", "v3"), ("rs_partitioned", "v3")}
+
+
+# The (table, profile) pairs run end to end. The writer profiles are not run on this corpus yet.
+CASES = [(name, profile) for name in (*SPARK_TABLES, *RS_TABLES, *SQL_TABLES) for profile in ("v3",)]
+
+
+@pytest.mark.parametrize(("name", "profile"), CASES)
+def test_upgrade_check_iceberg_read(
+    spark: Any,
+    tables: Tables,
+    name: str,
+    profile: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    rest = None
+    if (name, profile) in READ_EVERYWHERE:
+        rest = request.getfixturevalue("catalogs").rest
+    upgrade_and_read(spark, tables[name], tmp_path / name, profile, REFUSED.get((name, profile)), rest)
+    if name in SPARK_TABLES and SPARK_TABLES[name][3] == "none" and (name, profile) not in REFUSED:
+        config = support.latest(tmp_path / name, "metaData")["configuration"]
         assert config["delta.checkpoint.writeStatsAsJson"] == "true"
-        assert "DELTA-CHECKPOINT-STATS" in {c.rule for c in result.changes}
-    report = check_table(root, "v3")
-    assert report.compliant, report.render_text()
-    assert spark_rows(spark.read.format("delta").load(str(root))) == expected
-    write_iceberg_metadata(root)
-    got = normalise(static_table(root).scan().to_arrow(), list(expected[0]))
-    assert got == expected

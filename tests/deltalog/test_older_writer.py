@@ -1,0 +1,74 @@
+"""Tables an older Delta writer made (pyspark 3.5 with delta-spark 3.3, Scala 2.12): upgraded under
+every profile, checked, converted and read as Iceberg, or refused with rule ids and left untouched.
+
+The older writer runs in its own virtual environment and JVM (``older_delta/env.sh`` builds it once
+under .cache/older-delta; ``older_delta/write_tables.py`` writes the tables), never in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from icecompat_writer.deltalog import read_snapshot
+from tests.deltalog.foreign import upgrade_and_read
+from tests.iceberg.test_sync import catalogs  # noqa: F401  (the REST catalog server fixture)
+
+pytestmark = pytest.mark.spark
+
+HERE = Path(__file__).resolve().parent / "older_delta"
+REPO = HERE.parents[2]
+TABLES = ("older_plain", "older_typed_partitions", "older_mapped_dv", "older_compat_v2")
+# (table, profile) -> the rules its upgrade is refused with; every other pair upgrades and converts.
+REFUSED: dict[tuple[str, str], frozenset[str]] = {}
+READ_EVERYWHERE = {("older_plain", "v3")}
+
+
+@pytest.fixture(scope="module")
+def older(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """The tables the older writer made (built once per module) and what it read back from them."""
+    python = subprocess.run(
+        ["bash", str(HERE / "env.sh")], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    out = tmp_path_factory.mktemp("older")
+    subprocess.run(
+        [python, str(HERE / "write_tables.py"), str(out), str(REPO / ".cache" / "older-delta" / "jars")],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=out,
+    )
+    return out, json.loads((out / "written.json").read_text())
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_the_reader_sees_what_the_older_writer_wrote(
+    spark: Any, older: tuple[Path, dict[str, Any]], name: str
+) -> None:
+    base, written = older
+    assert written["_versions"]["spark"].startswith("3.5.")
+    snap = read_snapshot(base / name)
+    assert not snap.findings, snap.findings
+    df = spark.read.format("delta").load(str(base / name))
+    row = df.selectExpr("count(*) AS n", "sum(id) AS s").collect()[0]
+    assert (row["n"], row["s"]) == (written[name]["rows"], written[name]["id_sum"])
+    if name != "older_mapped_dv":  # deletion vectors: numRecords counts the deleted rows too
+        assert sum(a.num_records or 0 for a in snap.add_files) == written[name]["rows"]
+
+
+@pytest.mark.parametrize("profile", ["v3"])  # the writer profiles are not run on these tables yet
+@pytest.mark.parametrize("name", TABLES)
+def test_upgrade_check_iceberg_read(
+    spark: Any,
+    older: tuple[Path, dict[str, Any]],
+    name: str,
+    profile: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    rest = request.getfixturevalue("catalogs").rest if (name, profile) in READ_EVERYWHERE else None
+    upgrade_and_read(spark, older[0] / name, tmp_path / name, profile, REFUSED.get((name, profile)), rest)
