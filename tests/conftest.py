@@ -164,3 +164,32 @@ def store(request: pytest.FixtureRequest) -> Callable[[str], StoreRoot]:
 def table_path(tmp_path: Path) -> Path:
     """A fresh, not yet existing table location."""
     return tmp_path / "table"
+
+
+@pytest.fixture(scope="session")
+def hive_metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Apache Hive's standalone metastore (Thrift, embedded Derby) on 127.0.0.1 for the run, started by
+    the first test that uses it; see tests/catalogservers.py."""
+    from tests.catalogservers import start_hive_metastore
+
+    server = start_hive_metastore(tmp_path_factory.mktemp("hive-metastore"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def rest_catalog(s3_server: S3Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Apache Iceberg's REST catalog test server on 127.0.0.1 for the run, its FileIO reaching local
+    files and the run's S3 server; started by the first test that uses it. See tests/catalogservers.py."""
+    from tests.catalogservers import start_rest_catalog
+
+    s3 = {
+        "s3.endpoint": s3_server.endpoint,
+        "s3.access-key-id": s3_server.access_key,
+        "s3.secret-access-key": s3_server.secret_key,
+        "s3.path-style-access": "true",
+        "client.region": s3_server.region,
+    }
+    server = start_rest_catalog(tmp_path_factory.mktemp("rest-catalog"), s3)
+    yield server
+    server.stop()

@@ -9,8 +9,11 @@ A new identifier is registered on the metadata file the emitter just committed (
 pyiceberg's SQL catalog an existing one is moved forward by a compare-and-swap of its pointer to that
 very file (one conditional ``UPDATE ... WHERE metadata_location = <the location read>``, the statement
 the SQL catalog's own commits use). In Glue, by ``UpdateTable`` of the pointer to that file with the
-table's ``VersionId`` as read (Glue refuses the update if the table changed since). REST and Hive
-catalogs are moved forward with the catalog's own optimistic commit: the snapshots, schemas and
+table's ``VersionId`` as read (Glue refuses the update if the table changed since). In a Hive
+Metastore, by ``alter_table`` of the pointer to that file under the metastore's exclusive table lock,
+after comparing the pointer with the one read (the expected pointer also goes to the metastore, which
+a Hive 4 metastore checks again in its own transaction). The REST catalog is moved forward with
+the catalog's own optimistic commit: the snapshots, schemas and
 partition specs the catalog does not have yet are added, ``main`` is set to the emitter's current
 snapshot and the properties are copied, under the requirements "same table uuid" and "``main`` is still
 the snapshot I read"; the catalog then writes its own metadata file with the same snapshots, manifest
@@ -26,6 +29,7 @@ The catalog's FileIO reaches an object store with the settings the table's own r
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -241,6 +245,10 @@ def sync_catalog(catalog_name: str, identifier: str, metadata_location: str) -> 
                 if not _swap_glue_pointer(catalog, identifier, table.metadata_location, location, ours):
                     continue
                 moved_to = location
+            elif _is_hive(catalog):
+                if not _swap_hive_pointer(catalog, identifier, table.metadata_location, location, ours):
+                    continue
+                moved_to = location
             else:
                 requirements, updates = _forward(theirs, ours)
                 try:
@@ -267,6 +275,73 @@ def _is_glue(catalog: Any) -> bool:
     from pyiceberg.catalog.glue import GlueCatalog
 
     return isinstance(catalog, GlueCatalog)
+
+
+def _is_hive(catalog: Any) -> bool:
+    # pyiceberg's Hive module needs the Thrift package; a Hive catalog object exists only if it loaded
+    module = sys.modules.get("pyiceberg.catalog.hive")
+    return module is not None and isinstance(catalog, module.HiveCatalog)
+
+
+def _swap_hive_pointer(catalog: Any, identifier: str, expected: str, new: str, metadata: Any) -> bool:
+    """Move a Hive Metastore table's ``metadata_location`` from ``expected`` to ``new``, conditionally.
+
+    The guard is the metastore's exclusive table lock (the one pyiceberg's Hive ``commit_table``
+    takes), under which the table is read and its pointer compared with ``expected``: every writer
+    that takes the lock (pyiceberg, Iceberg's Hive catalog, this sync) sees the pointer it replaces.
+    ``alter_table`` also carries ``expected_parameter_key``/``expected_parameter_value``, which Hive 4
+    metastores check again in the transaction that changes the table (a refusal there surfaces as an
+    error); Hive 3 metastores ignore them. The table's columns are rebuilt from the schema and the
+    parameters from the metadata's properties, as pyiceberg's Hive catalog builds them, pointing at
+    the emitter's file itself (pyiceberg cannot write format v3 metadata). False when the pointer is
+    no longer ``expected`` or the lock could not be had: the caller reads again.
+    """
+    from hive_metastore.ttypes import EnvironmentContext, LockState, UnlockRequest
+    from pyiceberg.catalog.hive import (
+        DO_NOT_UPDATE_STATS,
+        DO_NOT_UPDATE_STATS_DEFAULT,
+        HIVE2_COMPATIBLE,
+        HIVE2_COMPATIBLE_DEFAULT,
+        PROP_METADATA_LOCATION,
+        _construct_hive_storage_descriptor,
+        _construct_parameters,
+    )
+    from pyiceberg.exceptions import CommitFailedException
+    from pyiceberg.utils.properties import property_as_bool
+
+    database, name = catalog.identifier_to_database_and_table(identifier)
+    # pyiceberg's Hive catalog has no public client or lock API; its own commits use these members, so
+    # the lock request, its wait and retry settings are exactly those of pyiceberg's commits
+    with catalog._client as client:  # noqa: SLF001
+        lock = client.lock(catalog._create_lock_request(database, name))  # noqa: SLF001
+        try:
+            if lock.state == LockState.WAITING:
+                catalog._wait_for_lock(database, name, lock.lockid, client)  # noqa: SLF001
+            elif lock.state != LockState.ACQUIRED:
+                return False
+            hive_table = client.get_table(dbname=database, tbl_name=name)
+            parameters = dict(hive_table.parameters or {})
+            if parameters.get(PROP_METADATA_LOCATION) != expected:
+                return False
+            parameters.update(_construct_parameters(new, expected, metadata.properties))
+            hive_table.parameters = parameters
+            hive2 = property_as_bool(catalog.properties, HIVE2_COMPATIBLE, HIVE2_COMPATIBLE_DEFAULT)
+            hive_table.sd = _construct_hive_storage_descriptor(metadata.schema(), metadata.location, hive2)
+            context = EnvironmentContext(
+                properties={
+                    DO_NOT_UPDATE_STATS: DO_NOT_UPDATE_STATS_DEFAULT,
+                    "expected_parameter_key": PROP_METADATA_LOCATION,
+                    "expected_parameter_value": expected,
+                }
+            )
+            client.alter_table_with_environment_context(
+                dbname=database, tbl_name=name, new_tbl=hive_table, environment_context=context
+            )
+            return True
+        except CommitFailedException:
+            return False  # the lock stayed with another writer: read again
+        finally:
+            client.unlock(UnlockRequest(lockid=lock.lockid))
 
 
 def _swap_glue_pointer(catalog: Any, identifier: str, expected: str, new: str, metadata: Any) -> bool:

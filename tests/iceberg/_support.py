@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import stat
 import sys
+from collections.abc import Iterator
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ from typing import Any
 import duckdb
 import fastavro
 import pyarrow as pa
+import pytest
 from pyiceberg.table import StaticTable
 
 
@@ -119,3 +122,67 @@ def python_with_env(script: Path, exports: dict[str, str]) -> Path:
     script.write_text("\n".join(lines) + "\n")
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return script
+
+
+@contextlib.contextmanager
+def catalogs_configured(spark: Any, work: Path, exports: dict[str, str]) -> Iterator[None]:
+    """pyiceberg catalog configuration ``exports`` (``PYICEBERG_CATALOG__*``) in this process and in
+    the guard's rule service: ``spark.icecompat.python`` names a wrapper that exports them (a different
+    executable, so the guard starts a new service); everything is restored on exit."""
+    from icecompat_writer import storage
+    from icecompat_writer.jvm.bridge import guard_iceberg_syncs
+
+    key = "spark.icecompat.python"
+    script = python_with_env(work / "python-with-catalogs", exports)
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, str(script))
+    guard_iceberg_syncs(spark, drain=True)
+    storage.clear_cache()
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            for name, value in exports.items():
+                mp.setenv(name, value)
+            yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
+        storage.clear_cache()
+
+
+def stream_once(spark: Any, root: str, work: Path, ids: range = range(10, 13)) -> None:
+    """A Structured Streaming write into the Delta table at ``root``: ``availableNow`` over one JSON
+    file of ``ids`` rows (``id``, ``part``, ``v``), so one micro-batch and one commit."""
+    incoming = work / "incoming"
+    incoming.mkdir()
+    rows = [{"id": i, "part": str(i % 3), "v": i * 2} for i in ids]
+    (incoming / "0.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    query = (
+        spark.readStream.schema("id BIGINT, part STRING, v BIGINT")
+        .json(str(incoming))
+        .writeStream.format("delta")
+        .option("checkpointLocation", str(work / "checkpoint"))
+        .trigger(availableNow=True)
+        .start(root)
+    )
+    query.awaitTermination()
+    assert query.exception() is None, query.exception()
+
+
+def guarded_walk(spark: Any, table_sql: str, root: str, work: Path) -> list[tuple[str, Any]]:
+    """The commits a catalog walk makes after its first write, each a guarded Spark write on the table
+    (``table_sql`` names it in SQL): INSERT, MERGE (updates and inserts), DELETE, and a Structured
+    Streaming micro-batch. Each step is (name, a call that makes exactly one commit)."""
+    t = table_sql
+    merge = (
+        f"MERGE INTO {t} AS d USING (SELECT id, CAST(id % 3 AS STRING) AS part, id * 5 AS v "
+        "FROM range(5, 9)) AS s ON d.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+    )
+    return [
+        ("INSERT", lambda: spark.sql(f"INSERT INTO {t} VALUES (6, '0', 12), (7, '1', 14)")),
+        ("MERGE", lambda: spark.sql(merge)),
+        ("DELETE", lambda: spark.sql(f"DELETE FROM {t} WHERE id = 2")),
+        ("stream", lambda: stream_once(spark, root, work)),
+    ]

@@ -1,13 +1,16 @@
-"""Iceberg tables on S3 registered and kept current in catalogs: pyiceberg's SQL catalog (sqlite) and
-AWS Glue (the Glue API of the run's moto server, the same server that holds the bucket).
+"""Iceberg tables on S3 registered and kept current in catalogs: pyiceberg's SQL catalog (sqlite), AWS
+Glue (the Glue API of the run's moto server, the same server that holds the bucket) and Apache
+Iceberg's REST catalog server (its own S3FileIO on the same bucket).
 
-One ``s3a`` table with ``delta.universalFormat.enabledFormats=iceberg`` is walked through compat_write
-and SQL INSERT, MERGE and DELETE on the shared (guarded) session. Glue is named by the table property,
-so the first commit is synced by compat_write in this process and the SQL ones by the guard's rule
-service, a process of its own that gets the session's ``fs.s3a.*`` settings with each request; the
-sqlite catalog is moved by ``icecompat iceberg --catalog``. No catalog is given ``s3.*`` properties:
-the catalogs' FileIO reaches the bucket with the session's endpoint and keys. After every commit
-pyiceberg reads, through each catalog, exactly delta-spark's rows of that version.
+One ``s3a`` table with ``delta.universalFormat.enabledFormats=iceberg`` is walked through compat_write,
+SQL INSERT, MERGE and DELETE and a Structured Streaming write on the shared (guarded) session. Glue is
+named by the table property, so the first commit is synced by compat_write in this process and the SQL
+and streaming ones by the guard's rule service, a process of its own that gets the session's
+``fs.s3a.*`` settings with each request; the sqlite and REST catalogs are moved by ``icecompat iceberg
+--catalog``. No catalog is given ``s3.*`` properties on this side: the catalogs' FileIO reaches the
+bucket with the session's endpoint and keys (the REST server is configured with its own, server side).
+After every commit pyiceberg reads, through each catalog, exactly delta-spark's rows of that version;
+at the end Iceberg Java's generic reader reads the last one through the REST catalog.
 """
 
 from __future__ import annotations
@@ -28,18 +31,19 @@ from icecompat_writer.iceberg import PROP_DELTA_VERSION
 from icecompat_writer.iceberg.catalogs import CatalogError, fileio_properties, load_catalog_for, sync_catalog
 from icecompat_writer.jvm.bridge import guard_iceberg_syncs
 from icecompat_writer.writing.api import compat_write
+from tests.catalogservers import RestCatalogServer, iceberg_java_read
 from tests.objectstores import S3Server
 
-from ._support import normalise, python_with_env, spark_rows
+from ._support import catalogs_configured, guarded_walk, normalise, spark_rows
 
 SYNC = {"delta.universalFormat.enabledFormats": "iceberg"}
-_PYTHON = "spark.icecompat.python"
 
 
 @dataclass
 class StoreCatalogs:
     server: S3Server
     sql_db: Path
+    rest_uri: str
 
     def reader_properties(self) -> dict[str, str]:
         """What a reader outside Spark (a user's pyiceberg) configures to reach the bucket."""
@@ -53,6 +57,9 @@ class StoreCatalogs:
 
     def sql(self) -> Catalog:
         return load_catalog("local", type="sql", uri=f"sqlite:///{self.sql_db}", **self.reader_properties())
+
+    def rest(self) -> Catalog:
+        return load_catalog("rest", type="rest", uri=self.rest_uri, **self.reader_properties())
 
     def glue(self) -> Catalog:
         return load_catalog("glue", **self.glue_config(), **self.reader_properties())
@@ -74,34 +81,26 @@ def _env_name(catalog: str, key: str) -> str:
 
 @pytest.fixture(scope="module")
 def store_catalogs(
-    spark: SparkSession, s3a: S3Server, tmp_path_factory: pytest.TempPathFactory
+    spark: SparkSession,
+    s3a: S3Server,
+    rest_catalog: RestCatalogServer,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[StoreCatalogs]:
-    """Catalogs ``local`` (sqlite) and ``glue`` (moto's Glue), configured with pyiceberg's environment
-    variables in this process and in the guard's rule service (a wrapper of the interpreter that exports
-    them, as a user's ``spark.icecompat.python`` would); neither has an ``s3.*`` property."""
+    """Catalogs ``local`` (sqlite), ``glue`` (moto's Glue) and ``rest`` (the run's REST catalog server),
+    configured with pyiceberg's environment variables in this process and in the guard's rule service
+    (a wrapper of the interpreter that exports them, as a user's ``spark.icecompat.python`` would);
+    none has an ``s3.*`` property."""
     base = tmp_path_factory.mktemp("store-catalogs")
-    found = StoreCatalogs(s3a, base / "catalog.db")
+    found = StoreCatalogs(s3a, base / "catalog.db", rest_catalog.uri)
     exports = {
         _env_name("local", "type"): "sql",
         _env_name("local", "uri"): f"sqlite:///{found.sql_db}",
+        _env_name("rest", "type"): "rest",
+        _env_name("rest", "uri"): rest_catalog.uri,
         **{_env_name("glue", k): v for k, v in found.glue_config().items()},
     }
-    script = python_with_env(base / "python-with-catalogs", exports)
-    before = spark.conf.get(_PYTHON, None)
-    spark.conf.set(_PYTHON, str(script))  # a different executable: the guard starts a new service
-    guard_iceberg_syncs(spark, drain=True)
-    storage.clear_cache()
-    try:
-        with pytest.MonkeyPatch.context() as mp:
-            for key, value in exports.items():
-                mp.setenv(key, value)
-            yield found
-    finally:
-        if before is None:
-            spark.conf.unset(_PYTHON)
-        else:
-            spark.conf.set(_PYTHON, before)
-        storage.clear_cache()
+    with catalogs_configured(spark, base, exports):
+        yield found
 
 
 def _frame(spark: SparkSession, ids: range) -> Any:
@@ -119,8 +118,12 @@ def _assert_current(
 
 
 @pytest.mark.spark
-def test_an_s3_table_is_kept_current_in_glue_and_sqlite(
-    spark: SparkSession, store_catalogs: StoreCatalogs, capsys: pytest.CaptureFixture[str]
+def test_an_s3_table_is_kept_current_in_glue_sqlite_and_rest(
+    spark: SparkSession,
+    store_catalogs: StoreCatalogs,
+    rest_catalog: RestCatalogServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     bucket = store_catalogs.server.new_bucket("orders")
     root = f"s3a://{bucket}/warehouse/orders"
@@ -129,16 +132,7 @@ def test_an_s3_table_is_kept_current_in_glue_and_sqlite(
     props = {**SYNC, "icecompat.iceberg.catalog": "glue", "icecompat.iceberg.identifier": ident}
     steps: list[tuple[str, Any]] = [
         ("compat_write", lambda: compat_write(_frame(spark, range(0, 6)), root, properties=props)),
-        ("INSERT", lambda: spark.sql(f"INSERT INTO {t} VALUES (6, '0', 12), (7, '1', 14)")),
-        (
-            "MERGE",
-            lambda: spark.sql(
-                f"MERGE INTO {t} AS d USING (SELECT id, CAST(id % 3 AS STRING) AS part, id * 5 AS v "
-                "FROM range(5, 9)) AS s ON d.id = s.id "
-                "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
-            ),
-        ),
-        ("DELETE", lambda: spark.sql(f"DELETE FROM {t} WHERE id = 2")),
+        *guarded_walk(spark, t, root, tmp_path),
     ]
     guard_iceberg_syncs(spark, drain=True)
     for version, (what, step) in enumerate(steps):
@@ -149,13 +143,19 @@ def test_an_s3_table_is_kept_current_in_glue_and_sqlite(
         else:
             synced = [s for s in guard_iceberg_syncs(spark, drain=True) if s["table"] == root]
             assert [(s["version"], s.get("error")) for s in synced] == [(version, None)], what
-        assert icecompat_main(["iceberg", root, "--catalog", "local", "--identifier", ident]) == 0, what
-        out = capsys.readouterr().out
-        assert f"catalog local: {ident} {'registered' if version == 0 else 'committed'}" in out, out
-        for catalog in (store_catalogs.glue(), store_catalogs.sql()):
+        for name in ("local", "rest"):
+            assert icecompat_main(["iceberg", root, "--catalog", name, "--identifier", ident]) == 0, what
+            out = capsys.readouterr().out
+            assert f"catalog {name}: {ident} {'registered' if version == 0 else 'committed'}" in out, out
+        for catalog in (store_catalogs.glue(), store_catalogs.sql(), store_catalogs.rest()):
             _assert_current(spark, root, bucket, catalog, ident, version)
+    # Iceberg Java reads the same rows through the REST catalog, with its own S3FileIO
+    snapshot, rows = iceberg_java_read(rest_catalog, ident)
+    assert snapshot == store_catalogs.rest().load_table(ident).metadata.current_snapshot_id
+    expected = spark_rows(spark.read.format("delta").option("versionAsOf", 4).load(root))
+    assert sorted(rows, key=lambda r: r["id"]) == expected
 
-    # Glue: one table version per pointer move (register + three updates), each naming its predecessor
+    # Glue: one table version per pointer move (register + four updates), each naming its predecessor
     s = store_catalogs.server
     client = boto3.client(
         "glue",
@@ -166,7 +166,7 @@ def test_an_s3_table_is_kept_current_in_glue_and_sqlite(
     )
     versions = client.get_table_versions(DatabaseName="sales", TableName="orders")["TableVersions"]
     chain = sorted(versions, key=lambda v: int(v["VersionId"]))
-    assert len(chain) == 4
+    assert len(chain) == 5
     locations = [v["Table"]["Parameters"]["metadata_location"] for v in chain]
     assert [v["Table"]["Parameters"].get("previous_metadata_location") for v in chain[1:]] == locations[:-1]
     assert all(v["Table"]["Parameters"]["table_type"] == "ICEBERG" for v in chain)
@@ -174,7 +174,7 @@ def test_an_s3_table_is_kept_current_in_glue_and_sqlite(
     # an older version offered late leaves the pointer where it is
     first = locations[0]
     late = sync_catalog("glue", ident, first.replace("s3://", "s3a://"))
-    assert (late.action, late.catalog_delta_version) == ("current", 3)
+    assert (late.action, late.catalog_delta_version) == ("current", 4)
     assert store_catalogs.glue().load_table(ident).metadata_location == locations[-1]
     # another table under the same identifier is refused, naming the uuid
     with pytest.raises(CatalogError, match="another table"):

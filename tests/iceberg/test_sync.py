@@ -1,9 +1,9 @@
 """Iceberg kept current: sync after every compat_write commit, registration in real Iceberg catalogs.
 
 Catalogs are real: pyiceberg's SQL catalog on a sqlite file, and Apache Iceberg's own REST catalog
-test server (``RESTCatalogServer``, JDBC backend) started on 127.0.0.1 by this module. Every Delta
-version is read back through both catalogs and DuckDB and compared with delta-spark's rows of that
-version.
+test server (``RESTCatalogServer``, JDBC backend), the run's one, on 127.0.0.1 (``rest_catalog``).
+Every Delta version is read back through both catalogs and DuckDB and compared with delta-spark's rows
+of that version; Iceberg Java reads the last one through the REST catalog.
 """
 
 from __future__ import annotations
@@ -11,13 +11,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
 import threading
-import time
-import urllib.request
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,18 +31,11 @@ from icecompat_writer.iceberg import PROP_DELTA_VERSION
 from icecompat_writer.iceberg.catalogs import CatalogError, sync_catalog
 from icecompat_writer.iceberg.sync import IcebergSyncWarning, converted_version, sync_after_commit
 from icecompat_writer.writing.api import WriteResult, compat_write
+from tests.catalogservers import RestCatalogServer, iceberg_java_read
 
 from ._support import duckdb_connect, normalise, spark_rows
 
-REPO = Path(__file__).resolve().parents[2]
-REST_JARS = REPO / ".cache" / "rest-catalog"
 SYNC = {"delta.universalFormat.enabledFormats": "iceberg"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -61,51 +51,18 @@ class Catalogs:
 
 
 @pytest.fixture(scope="module")
-def catalogs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalogs]:
-    """The sqlite SQL catalog ``local`` and a real REST catalog ``rest``, configured through pyiceberg's
-    own environment variables, as a user would."""
-    if not (REST_JARS / ".stamp").exists():
-        raise AssertionError(f"{REST_JARS} is missing: run bin/setup")
+def catalogs(rest_catalog: RestCatalogServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalogs]:
+    """The sqlite SQL catalog ``local`` and the run's REST catalog ``rest``, configured through
+    pyiceberg's own environment variables, as a user would."""
     base = tmp_path_factory.mktemp("catalogs")
-    port = _free_port()
-    env = {
-        **os.environ,
-        "CATALOG_WAREHOUSE": f"file://{base / 'rest-warehouse'}",
-        "CATALOG_REST_PORT": str(port),
-        # a sqlite file, not the server's default in-memory database: that one is per JDBC connection,
-        # so concurrent requests on the server's connection pool would see different catalogs
-        "CATALOG_URI": f"jdbc:sqlite:file:{base / 'rest-backend.db'}",
-    }
-    server = subprocess.Popen(
-        ["java", "-Xmx256m", "-cp", f"{REST_JARS}/*", "org.apache.iceberg.rest.RESTCatalogServer"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    uri = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{uri}/v1/config", timeout=2) as resp:
-                    json.loads(resp.read())
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError("the REST catalog server did not start") from None
-                time.sleep(0.3)
-        found = Catalogs(base / "catalog.db", uri)
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("PYICEBERG_CATALOG__LOCAL__TYPE", "sql")
-            mp.setenv("PYICEBERG_CATALOG__LOCAL__URI", f"sqlite:///{found.sql_db}")
-            mp.setenv("PYICEBERG_CATALOG__LOCAL__WAREHOUSE", f"file://{base / 'sql-warehouse'}")
-            mp.setenv("PYICEBERG_CATALOG__REST__TYPE", "rest")
-            mp.setenv("PYICEBERG_CATALOG__REST__URI", uri)
-            yield found
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+    found = Catalogs(base / "catalog.db", rest_catalog.uri)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYICEBERG_CATALOG__LOCAL__TYPE", "sql")
+        mp.setenv("PYICEBERG_CATALOG__LOCAL__URI", f"sqlite:///{found.sql_db}")
+        mp.setenv("PYICEBERG_CATALOG__LOCAL__WAREHOUSE", f"file://{base / 'sql-warehouse'}")
+        mp.setenv("PYICEBERG_CATALOG__REST__TYPE", "rest")
+        mp.setenv("PYICEBERG_CATALOG__REST__URI", rest_catalog.uri)
+        yield found
 
 
 def _frame(spark: SparkSession, ids: range) -> DataFrame:
@@ -148,10 +105,12 @@ def test_every_commit_is_synced_and_current_in_both_catalogs(
     spark: SparkSession,
     tmp_path: Path,
     catalogs: Catalogs,
+    rest_catalog: RestCatalogServer,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The REST catalog is kept current by compat_write itself (session conf names it, the table property
-    the identifier); the sqlite catalog by ``icecompat iceberg --catalog local --identifier``."""
+    the identifier); the sqlite catalog by ``icecompat iceberg --catalog local --identifier``. Iceberg
+    Java's generic reader reads the last version through the REST catalog too."""
     root = tmp_path / "events"
     ident = "db.events"
     props = {**SYNC, "icecompat.iceberg.identifier": ident}
@@ -178,6 +137,9 @@ def test_every_commit_is_synced_and_current_in_both_catalogs(
         # one Iceberg snapshot per Delta version, in order, in the catalog's table too
         snaps = catalogs.rest().load_table(ident).metadata.snapshots
         assert [s.sequence_number for s in snaps] == [0, 1, 2]
+        snapshot, rows = iceberg_java_read(rest_catalog, ident)
+        assert snapshot == result.iceberg.snapshot_id
+        assert sorted(rows, key=lambda r: r["id"]) == _delta_rows(spark, root, 2)
     finally:
         spark.conf.unset("spark.icecompat.iceberg.catalog")
 
