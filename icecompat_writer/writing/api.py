@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from icecompat_writer.checking.footers import file_facts
 from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
+from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.errors import (
     CompatViolation,
     IcecompatError,
@@ -31,7 +32,7 @@ from icecompat_writer.errors import (
     TableNotFoundError,
 )
 from icecompat_writer.iceberg.sync import CATALOG_CONF, IcebergSync, sync_after_commit, sync_requested
-from icecompat_writer.planning import judge, plan
+from icecompat_writer.planning import Plan, judge, plan
 from icecompat_writer.writing import transaction
 from icecompat_writer.writing.compose import (
     OVERWRITE_MODES,
@@ -263,43 +264,88 @@ def compat_write(
         bridge.activate_writer_features(spark)
     tgt = parse_target(target)
     location, registered = _resolve_location(spark, tgt)
+    write = _Write(spark, df, req, tgt, location, registered)
     created = transaction.missing_ancestor(location)
+    result: WriteResult = transaction.run(spark, location, write.attempt, created=created)
+    if result.version is not None:
+        result = _sync_iceberg(spark, result, write.committed_configuration, _catalog_identifier(spark, tgt))
+    return result
 
-    committed_configuration: dict[str, str] = {}
 
-    def attempt_write(t: transaction.Attempt) -> WriteResult:
+@dataclass
+class _Write:
+    """One compat write, attempted until it commits: each attempt admits the write against the
+    snapshot it read (:meth:`_skip`), plans and judges it before a file exists (:meth:`_planned`),
+    writes the data files, judges them (:meth:`_verified`) and commits."""
+
+    spark: Any
+    df: DataFrame
+    req: _Request
+    target: Target
+    location: str
+    registered: bool
+    committed_configuration: dict[str, str] = field(default_factory=dict)
+
+    def attempt(self, t: transaction.Attempt) -> WriteResult:
         pending = t.pending
         previous = _previous_state(pending.snapshot_json())
-        exists = previous is not None or registered
+        reason = self._skip(t, previous)
+        if reason is not None:
+            return self._result(t, skipped=reason)
+        data = self.df
+        if self.req.by_position and previous is not None:
+            data = _align_by_position(self.df, previous)
+        intent, planned = self._planned(data, previous)
+        added, removed_count = pending.write(data, self._request(intent, planned, previous))
+        adds = self._verified(t, planned, previous, t.track(added))
+        options = self.req.options
+        operation = {"userMetadata": options["userMetadata"]} if "userMetadata" in options else {}
+        version = t.commit(lambda: pending.commit(operation))
+        self.committed_configuration.update(planned.metadata.configuration)
+        if self.target.table is not None and not self.registered:
+            _register_table(self.spark, self.target, self.location, version)
+        return self._result(
+            t,
+            version=version,
+            files=tuple(a.path for a in adds),
+            rows=sum(a.num_records or 0 for a in adds),
+            changes=tuple(getattr(planned, "changes", ())),
+            removed_files=removed_count,
+        )
 
-        def skipped(reason: str) -> WriteResult:
-            return WriteResult(
-                tgt.display, location, req.profile, req.mode, None, skipped=reason, attempts=t.number
-            )
+    def _result(self, t: transaction.Attempt, version: int | None = None, **kw: Any) -> WriteResult:
+        req = self.req
+        return WriteResult(
+            self.target.display, self.location, req.profile, req.mode, version, attempts=t.number, **kw
+        )
 
+    def _skip(self, t: transaction.Attempt, previous: TableState | None) -> str | None:
+        """Why this write does nothing (the mode or the idempotent txn says so), or None; raises
+        when the mode refuses the table as it is."""
+        req, tgt = self.req, self.target
+        exists = previous is not None or self.registered
         if exists and req.mode == "errorifexists":
             raise TableExistsError(
                 f"{tgt.display} already exists (mode errorifexists); use mode='append' or 'overwrite'"
             )
         if exists and req.mode == "ignore":
-            return skipped("the table exists and mode is ignore")
+            return "the table exists and mode is ignore"
         if previous is None and req.mode in {"append_existing", "overwrite_existing", "replace"}:
             raise TableNotFoundError(
                 f"{tgt.display} does not exist; create it first (create()/createOrReplace())"
             )
         if req.app_id is not None and req.app_version is not None:
-            done = pending.txn_version(req.app_id)
+            done = t.pending.txn_version(req.app_id)
             if done >= req.app_version:
-                return skipped(f"txnAppId {req.app_id!r} already committed txnVersion {done}")
+                return f"txnAppId {req.app_id!r} already committed txnVersion {done}"
+        return None
 
-        data = df
-        if req.by_position and previous is not None:
-            data = _align_by_position(df, previous)
-        effective_mode = req.mode
-        if req.mode in REPLACE_MODES:
-            effective_mode = "replace"
+    def _planned(self, data: DataFrame, previous: TableState | None) -> tuple[WriteIntent, Plan]:
+        """What Delta's write semantics make of the write, planned compliant and judged, before any
+        data file exists (the judgement includes what delta-spark would fail on while writing)."""
+        req = self.req
         intent = WriteIntent(
-            mode=effective_mode,
+            mode="replace" if req.mode in REPLACE_MODES else req.mode,
             data_schema=json.loads(data.schema.json()),
             partition_by=req.partition_by,
             properties=req.properties,
@@ -310,56 +356,38 @@ def compat_write(
         planned = plan(req.profile, composed, None, previous)
         problems = judge(req.profile, planned.metadata, planned.protocol, previous, asked=req.properties)
         if problems:
-            raise CompatViolation(problems, f"(planning {tgt.display})")
+            raise CompatViolation(problems, f"(planning {self.target.display})")
+        return intent, planned
 
-        replace_schema = previous is not None and intent.replaces_schema
-        request = {
-            "mode": "overwrite"
-            if (effective_mode in OVERWRITE_MODES or effective_mode == "replace")
-            else "append",
-            "replaceSchema": replace_schema,
+    def _request(self, intent: WriteIntent, planned: Plan, previous: TableState | None) -> dict[str, Any]:
+        """What the JVM's pending transaction writes and commits."""
+        return {
+            "mode": "overwrite" if (intent.mode in OVERWRITE_MODES or intent.mode == "replace") else "append",
+            "replaceSchema": previous is not None and intent.replaces_schema,
             "protocol": planned.protocol.to_json(),
             "metaData": planned.metadata.to_json(),
             "metadataChanged": previous is None or planned.metadata != previous.metadata,
-            "options": req.options,
-            "txnAppId": req.app_id,
-            "txnVersion": req.app_version,
+            "options": self.req.options,
+            "txnAppId": self.req.app_id,
+            "txnVersion": self.req.app_version,
         }
-        added, removed_count = pending.write(data, request)
-        adds = t.track(added)
-        # read inside the attempt: an error here aborts it like a refusal (no orphan files)
-        facts = [file_facts(location, a) for a in adds]
-        file_problems = judge(
-            req.profile, planned.metadata, planned.protocol, previous, facts, committed=False
-        )
-        if file_problems:
-            removed = t.abort()
-            log.warning("refused after writing: removed %d new data file(s) of %s", removed, tgt.display)
-            raise CompatViolation(
-                file_problems, f"(verifying the new files of {tgt.display}; nothing committed)"
-            )
-        operation = {"userMetadata": req.options["userMetadata"]} if "userMetadata" in req.options else {}
-        version = t.commit(lambda: pending.commit(operation))
-        committed_configuration.update(planned.metadata.configuration)
-        if tgt.table is not None and not registered:
-            _register_table(spark, tgt, location, version)
-        return WriteResult(
-            target=tgt.display,
-            location=location,
-            profile=req.profile,
-            mode=req.mode,
-            version=version,
-            files=tuple(a.path for a in adds),
-            rows=sum(a.num_records or 0 for a in adds),
-            changes=tuple(getattr(planned, "changes", ())),
-            attempts=t.number,
-            removed_files=removed_count,
-        )
 
-    result: WriteResult = transaction.run(spark, location, attempt_write, created=created)
-    if result.version is not None:
-        result = _sync_iceberg(spark, result, committed_configuration, _catalog_identifier(spark, tgt))
-    return result
+    def _verified(
+        self, t: transaction.Attempt, planned: Plan, previous: TableState | None, adds: list[AddFile]
+    ) -> list[AddFile]:
+        """The new files, judged from their footers before the commit; a refusal deletes them first.
+
+        Read inside the attempt: an error here aborts it like a refusal (no orphan files)."""
+        facts = [file_facts(self.location, a) for a in adds]
+        problems = judge(
+            self.req.profile, planned.metadata, planned.protocol, previous, facts, committed=False
+        )
+        if problems:
+            removed = t.abort()
+            display = self.target.display
+            log.warning("refused after writing: removed %d new data file(s) of %s", removed, display)
+            raise CompatViolation(problems, f"(verifying the new files of {display}; nothing committed)")
+        return adds
 
 
 def _catalog_identifier(spark: Any, target: Target) -> str | None:
