@@ -288,10 +288,8 @@ class IcebergTable:
                     violation(
                         "ICEBERG-EMIT-DELETION-VECTORS",
                         "",
-                        f"data file {path} has a deletion vector and Iceberg format v2 has none: Iceberg "
-                        "would return the rows it deletes",
-                        "emit Iceberg format 3, or purge deletion vectors (REORG TABLE ... APPLY (PURGE)) "
-                        "and disable them",
+                        variant="file",
+                        file=path,
                         observed="deletionVector present",
                         expected="none",
                     )
@@ -304,8 +302,7 @@ class IcebergTable:
                     violation(
                         "ICEBERG-EMIT-NUM-RECORDS",
                         "",
-                        f"data file {path} has no numRecords statistic and its footer cannot be read",
-                        "recompute statistics for the table (IcebergCompat requires numRecords)",
+                        file=path,
                     )
                 )
                 continue
@@ -322,9 +319,9 @@ class IcebergTable:
                         violation(
                             "ICEBERG-EMIT-PARTITION-VALUE",
                             col.name,
-                            f"partition value of {path} cannot be converted: {err}",
-                            "rewrite the file's partition with a writer that records UTC ISO-8601 values",
                             observed=text,
+                            file=path,
+                            problem=err,
                         )
                     )
                     raw = None
@@ -336,9 +333,8 @@ class IcebergTable:
                     violation(
                         "ICEBERG-EMIT-ROW-LINEAGE",
                         "",
-                        f"data file {path} has no baseRowId, so its Iceberg row ids cannot match Delta's",
-                        "enable row tracking and backfill it, or emit Iceberg format 2",
                         observed="baseRowId absent",
+                        file=path,
                     )
                 )
             metrics = file_metrics(stats, self.schema, records, by_source, self.string_prefix)

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from icecompat_writer.deltalog.actions import Metadata, Protocol
+from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
 from icecompat_writer.jvm import service
 from icecompat_writer.planning import plan
+from icecompat_writer.rules.catalog import RULES_BY_ID
 
 SCHEMA = {
     "type": "struct",
@@ -240,3 +241,16 @@ def test_the_guard_refuses_what_delta_spark_would(
     res = service.handle(req)
     assert res["ok"] is False
     assert {(v["rule"], v["path"]) for v in res["violations"]} == {(rule, "d")}
+
+
+def test_the_row_tracking_feature_refusal_is_worded_by_the_catalog() -> None:
+    features = frozenset({"columnMapping", "icebergCompatV2", "icebergWriterCompatV1"})
+    before = Protocol(3, 7, frozenset({"columnMapping"}), features)
+    after = Protocol(3, 7, frozenset({"columnMapping"}), features | {"rowTracking"})
+    previous = TableState(before, Metadata(json.dumps(SCHEMA), (), {}))
+    [v] = service._features_ahead("writer-v1", after, previous)
+    rule = RULES_BY_ID["IWC1-NO-ROW-TRACKING"]
+    observed = "the commit adds the rowTracking table feature"
+    assert (v.rule, v.profile, v.observed) == (rule.id, "writer-v1", observed)
+    assert v.message == rule.message.format(observed=observed, key="delta.enableRowTracking")
+    assert v.fix == rule.fix.format(key="delta.enableRowTracking")
