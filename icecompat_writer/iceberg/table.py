@@ -29,7 +29,7 @@ from icecompat_writer.deltalog.paths import resolve_data_path
 from icecompat_writer.errors import CompatViolation, ConcurrentWriteError, TableReadError, Violation
 from icecompat_writer.storage import Location, ObjectPath
 
-from .avro import PartitionField, avro_name, data_file_record
+from .avro import DataFileRecord, PartitionField, avro_name, data_file_record
 from .checks import rule_set_for, table_violations
 from .locations import data_path_outside, outside_violation, uri
 from .manifests import LiveFiles, ManifestWriter
@@ -74,7 +74,7 @@ class NewFile:
     """A data file to add: its ``data_file`` record plus the Delta row-tracking fields and, when its
     ``add`` carries one, its deletion vector (with the path as the log writes it, to name it)."""
 
-    data_file: dict[str, Any]
+    data_file: DataFileRecord
     base_row_id: int | None
     row_commit_version: int | None
     delta_path: str = ""

@@ -217,7 +217,7 @@ def exists(path: Location) -> bool:
     """Whether a file or directory (a prefix with objects under it) exists at ``path``."""
     if isinstance(path, Path):
         return path.exists()
-    return filesystem(path).get_file_info(path.fs_path).type != pafs.FileType.NotFound
+    return bool(filesystem(path).get_file_info(path.fs_path).type != pafs.FileType.NotFound)
 
 
 def parquet_source(path: Location) -> Any:
