@@ -136,7 +136,8 @@ class Metadata:
         Do not modify it (``copy.deepcopy`` it for a private copy): the instance is frozen and
         ``schema_string`` stays what the log holds.
         """
-        return json.loads(self.schema_string)
+        schema: dict[str, Any] = json.loads(self.schema_string)
+        return schema
 
     @cached_property
     def schema_model(self) -> Schema:

@@ -101,7 +101,7 @@ _SUSPECT_PATH = r"^$|^[A-Za-z][A-Za-z0-9+.\-]*:|^/|%|\.\.|\\|\./|//|\x00|[/.]$"
 
 
 def _stringlike(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
 
 
 def _conform(arr: pa.Array, target: pa.DataType) -> pa.Array | None:
@@ -445,7 +445,8 @@ def _drop_none(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _indices(mask: pa.ChunkedArray | pa.Array) -> list[int]:
-    return pc.indices_nonzero(pc.fill_null(mask, False)).to_pylist()
+    indices: list[int] = pc.indices_nonzero(pc.fill_null(mask, False)).to_pylist()
+    return indices
 
 
 class LiveFiles(Sequence[AddFile]):
@@ -471,7 +472,7 @@ class LiveFiles(Sequence[AddFile]):
         return cls(table, pa.chunked_array([], pa.int64()), {}, [])
 
     def __len__(self) -> int:
-        return self._table.num_rows
+        return int(self._table.num_rows)
 
     @overload
     def __getitem__(self, index: int) -> AddFile: ...

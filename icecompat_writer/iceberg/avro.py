@@ -12,7 +12,7 @@ import io
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 import fastavro
 
@@ -22,6 +22,9 @@ from icecompat_writer.storage import Location
 
 __all__ = [
     "CODEC",
+    "DataFileRecord",
+    "KeyValue",
+    "ManifestEntryRecord",
     "PartitionField",
     "avro_name",
     "deletion_vector_record",
@@ -209,7 +212,55 @@ def manifest_file_schema(format_version: int) -> dict[str, Any]:
     return {"type": "record", "name": "manifest_file", "fields": fields}
 
 
-def _kv(d: Mapping[int, Any] | None) -> list[dict[str, Any]] | None:
+class KeyValue(TypedDict):
+    """One entry of an Avro map keyed by field id (Iceberg writes such maps as key/value lists)."""
+
+    key: int
+    value: Any  # an int (counts) or bytes (bounds)
+
+
+class DataFileRecord(TypedDict):
+    """The spec's ``data_file`` struct as the manifests hold it (one Avro record).
+
+    The first six keys are in every manifest; the rest are optional in the Avro schema and may be
+    absent from a record read back from a manifest of an older format version (e.g. ``first_row_id``
+    under format 2). ``partition`` maps the partition field's Avro name to its raw value.
+    """
+
+    content: int
+    file_path: str
+    file_format: str
+    partition: dict[str, Any]
+    record_count: int
+    file_size_in_bytes: int
+    column_sizes: NotRequired[list[KeyValue] | None]
+    value_counts: NotRequired[list[KeyValue] | None]
+    null_value_counts: NotRequired[list[KeyValue] | None]
+    nan_value_counts: NotRequired[list[KeyValue] | None]
+    lower_bounds: NotRequired[list[KeyValue] | None]
+    upper_bounds: NotRequired[list[KeyValue] | None]
+    key_metadata: NotRequired[bytes | None]
+    split_offsets: NotRequired[list[int] | None]
+    equality_ids: NotRequired[list[int] | None]
+    sort_order_id: NotRequired[int | None]
+    first_row_id: NotRequired[int | None]
+    referenced_data_file: NotRequired[str | None]
+    content_offset: NotRequired[int | None]
+    content_size_in_bytes: NotRequired[int | None]
+
+
+class ManifestEntryRecord(TypedDict):
+    """The spec's ``manifest_entry`` as written: a None sequence number is inherited from the
+    manifest list (the entries a snapshot adds), any other value is explicit."""
+
+    status: int
+    snapshot_id: int
+    sequence_number: int | None
+    file_sequence_number: int | None
+    data_file: DataFileRecord
+
+
+def _kv(d: Mapping[int, Any] | None) -> list[KeyValue] | None:
     if d is None:
         return None
     return [{"key": int(k), "value": v} for k, v in sorted(d.items())]
@@ -226,7 +277,7 @@ def data_file_record(
     lower_bounds: Mapping[int, bytes] | None,
     upper_bounds: Mapping[int, bytes] | None,
     first_row_id: int | None = None,
-) -> dict[str, Any]:
+) -> DataFileRecord:
     """A ``data_file`` record for a Parquet data file (content 0), maps as key/value lists."""
     return {
         "content": 0,
@@ -261,7 +312,7 @@ def deletion_vector_record(
     offset: int,
     length: int,
     cardinality: int,
-) -> dict[str, Any]:
+) -> DataFileRecord:
     """A ``data_file`` record for a deletion vector (content 1, position deletes, format PUFFIN).
 
     ``partition`` is the referenced data file's (a DV applies only within its data file's partition);
@@ -306,7 +357,7 @@ def _write(
 
 def write_manifest(
     path: Location,
-    entries: Sequence[Mapping[str, Any]],
+    entries: Sequence[ManifestEntryRecord],
     *,
     partition: Sequence[PartitionField],
     partition_spec_json: Sequence[Mapping[str, Any]],
@@ -326,15 +377,14 @@ def write_manifest(
         "format-version": str(format_version),
         "content": content,
     }
-    records = []
+    records: list[ManifestEntryRecord] = []
     for e in entries:
-        rec = dict(e)
-        df = dict(rec["data_file"])
-        if format_version < 3:
-            for key in ("first_row_id", "content_offset", "content_size_in_bytes"):
-                df.pop(key, None)
-        rec["data_file"] = df
-        records.append(rec)
+        df = e["data_file"].copy()
+        if format_version < 3:  # fields format 2 does not define
+            df.pop("first_row_id", None)
+            df.pop("content_offset", None)
+            df.pop("content_size_in_bytes", None)
+        records.append({**e, "data_file": df})
     return _write(path, schema, records, meta)
 
 

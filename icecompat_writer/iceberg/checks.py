@@ -121,10 +121,9 @@ def _emitter_violations(rules: RuleSet, metadata: Metadata, format_version: int)
             violation(
                 "ICEBERG-EMIT-COLUMN-MAPPING",
                 "",
-                "column mapping is off, so the data files carry no field ids for Iceberg to resolve",
-                f"set `{CM_MODE}` to `name` (existing tables) or `id` (new tables)",
                 observed=mode,
                 expected="id or name",
+                key=CM_MODE,
             )
         )
     dvs_on = _true(conf, "delta.enableDeletionVectors")
@@ -133,11 +132,6 @@ def _emitter_violations(rules: RuleSet, metadata: Metadata, format_version: int)
             violation(
                 "ICEBERG-EMIT-DELETION-VECTORS",
                 "",
-                "deletion vectors are enabled and Iceberg format v2 has none: the rows they delete "
-                "would reappear",
-                "emit Iceberg format 3 (deletion vectors become Iceberg deletion vectors), or set "
-                "`delta.enableDeletionVectors` to `false` and rewrite files that carry DVs "
-                "(REORG TABLE ... APPLY (PURGE))",
                 observed="true",
                 expected="false",
             )
@@ -148,9 +142,6 @@ def _emitter_violations(rules: RuleSet, metadata: Metadata, format_version: int)
             violation(
                 "ICEBERG-EMIT-FORMAT-VERSION",
                 "",
-                "Iceberg format v3 needs row lineage, which comes from Delta row tracking, and row "
-                "tracking is not enabled",
-                "emit format 2, or enable `delta.enableRowTracking` (IcebergCompatV3 does so)",
                 observed="delta.enableRowTracking is not true",
                 expected="true",
             )
@@ -196,8 +187,6 @@ def _partition_violations(metadata: Metadata, converted: ConvertedSchema) -> lis
                     violation(
                         "ICEBERG-EMIT-PARTITION-COLUMN",
                         name,
-                        "the partition column is not a top-level column of the schema",
-                        "repair the table metadata",
                     )
                 )
             continue
@@ -206,8 +195,7 @@ def _partition_violations(metadata: Metadata, converted: ConvertedSchema) -> lis
                 violation(
                     "ICEBERG-EMIT-PARTITION-COLUMN",
                     name,
-                    "an identity partition needs a primitive column",
-                    "partition by a primitive column",
+                    variant="type",
                     observed=col.iceberg_type.get("type"),
                 )
             )

@@ -26,10 +26,6 @@ from .table import IcebergTable, NewFile, refuse
 
 __all__ = ["deletion_vector_files"]
 
-_FIX = (
-    "repair or restore the deletion vector file (`icecompat check TABLE` lists every one), or rewrite "
-    "the data file (REORG TABLE ... APPLY (PURGE))"
-)
 
 
 def deletion_vector_files(table: IcebergTable, files: Sequence[NewFile], version: int) -> list[DeleteFile]:
@@ -48,9 +44,9 @@ def deletion_vector_files(table: IcebergTable, files: Sequence[NewFile], version
             violation(
                 "ICEBERG-EMIT-DELETION-VECTOR-READ",
                 "",
-                f"data file {p.data_path}: {p.message}",
-                _FIX,
                 observed=p.kind,
+                file=p.data_path,
+                problem=p.message,
             )
             for p in read.problems
         ],

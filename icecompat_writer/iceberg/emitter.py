@@ -222,8 +222,8 @@ def write_iceberg_metadata(
             violation(
                 "ICEBERG-EMIT-EXISTING-METADATA",
                 "",
-                f"{previous[1]} was not written by this emitter (no `{PROP_DELTA_VERSION}` property)",
-                "move the existing metadata/ directory away; the emitter does not adopt foreign trees",
+                file=previous[1],
+                property=PROP_DELTA_VERSION,
             )
         )
     elif props.get(PROP_DELTA_TABLE_ID) != snap.metadata.id:
@@ -231,8 +231,7 @@ def write_iceberg_metadata(
             violation(
                 "ICEBERG-EMIT-EXISTING-METADATA",
                 "",
-                "the Iceberg metadata belongs to another Delta table (the table was re-created here)",
-                "delete the metadata/ directory and convert again",
+                variant="other-table",
                 observed=props.get(PROP_DELTA_TABLE_ID),
                 expected=snap.metadata.id,
             )
@@ -243,8 +242,7 @@ def write_iceberg_metadata(
             violation(
                 "ICEBERG-EMIT-FORMAT-VERSION",
                 "",
-                f"the existing Iceberg metadata is format v{fv}; an existing tree is not re-versioned",
-                "omit --format-version, or delete metadata/ and convert again",
+                variant="existing",
                 observed=format_version,
                 expected=fv,
             )
@@ -262,8 +260,8 @@ def write_iceberg_metadata(
                 violation(
                     "ICEBERG-EMIT-HISTORY",
                     "",
-                    f"Delta commits {last + 1}..{versions[0] - 1} were cleaned up before they were converted",
-                    "delete metadata/ and convert again from the current state",
+                    first=last + 1,
+                    last=versions[0] - 1,
                 )
             ]
         )

@@ -88,9 +88,9 @@ def outside_violation(delta_path: str, reason: str) -> Violation:
     return violation(
         "ICEBERG-EMIT-OUTSIDE-ROOT",
         "",
-        f"data file {delta_path} {reason}; it was not opened",
-        "keep every data file under the table root (no absolute paths, `..` or links elsewhere)",
         observed=delta_path,
+        file=delta_path,
+        reason=reason,
     )
 
 
@@ -109,10 +109,11 @@ def owned(root: Location, path: Location, what: str) -> Location:
                 violation(
                     "ICEBERG-EMIT-OUTSIDE-ROOT",
                     "",
-                    f"{what} {path} is outside the table's {METADATA_DIR}/ prefix; nothing was read or "
-                    "written there",
-                    f"keep the Iceberg tree in {meta_dir}",
+                    variant="prefix",
                     observed=str(path),
+                    what=what,
+                    metadata_dir=METADATA_DIR,
+                    metadata_root=meta_dir,
                 )
             ]
         )
@@ -120,10 +121,10 @@ def owned(root: Location, path: Location, what: str) -> Location:
     meta_real = os.path.realpath(meta_dir)
     real = os.path.realpath(path)
     if not inside(meta_real, os.path.realpath(root)):
-        problem = f"the {METADATA_DIR} directory {meta_dir} leads outside the table root (to {meta_real})"
+        variant = "root-link"
         real = meta_real
     elif not inside(real, meta_real):
-        problem = f"{what} {path} leads outside the table's {METADATA_DIR}/ directory (to {real})"
+        variant = "link"
     else:
         return path
     raise CompatViolation(
@@ -131,9 +132,12 @@ def owned(root: Location, path: Location, what: str) -> Location:
             violation(
                 "ICEBERG-EMIT-OUTSIDE-ROOT",
                 "",
-                problem + "; nothing was read or written there",
-                f"remove the link: the Iceberg tree is kept in {meta_dir} itself",
+                variant=variant,
                 observed=real,
+                what=what,
+                location=path,
+                metadata_dir=METADATA_DIR,
+                metadata_root=meta_dir,
             )
         ]
     )

@@ -18,13 +18,21 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from icecompat_writer import storage
 from icecompat_writer.schema import iceberg_decimal_params
 from icecompat_writer.storage import Location
 
-from .avro import PartitionField, avro_name, read_avro, write_manifest, write_manifest_list
+from .avro import (
+    DataFileRecord,
+    ManifestEntryRecord,
+    PartitionField,
+    avro_name,
+    read_avro,
+    write_manifest,
+    write_manifest_list,
+)
 from .locations import local, owned, uri
 from .metadata import PartitionSpec
 from .values import serialize, to_raw
@@ -56,7 +64,7 @@ class Entry:
     snapshot_id: int
     sequence_number: int
     file_sequence_number: int
-    data_file: dict[str, Any]
+    data_file: DataFileRecord
 
     @property
     def path(self) -> str:
@@ -68,7 +76,7 @@ class Entry:
         of a Puffin file that holds many) its path and blob offset."""
         return delete_file_key(self.data_file)
 
-    def explicit(self) -> dict[str, Any]:
+    def explicit(self) -> ManifestEntryRecord:
         """The Avro row with nothing left to inheritance."""
         return {
             "status": self.status,
@@ -100,7 +108,7 @@ class Manifest:
         return int(self.record["added_files_count"]) + int(self.record["existing_files_count"]) > 0
 
 
-def delete_file_key(data_file: dict[str, Any]) -> str:
+def delete_file_key(data_file: DataFileRecord) -> str:
     """``file_path``, with ``#<content_offset>`` for a deletion vector (many share one Puffin file)."""
     offset = data_file.get("content_offset")
     path = str(data_file["file_path"])
@@ -169,7 +177,7 @@ def read_entries(
         inherit = status == ADDED or int(m.record["sequence_number"]) == 0
         seq = r.get("sequence_number")
         fseq = r.get("file_sequence_number")
-        df = dict(r["data_file"])
+        df = cast(DataFileRecord, dict(r["data_file"]))  # fastavro's record, as the schema says
         df["partition"] = {k: to_raw(v, types.get(k, "")) for k, v in (df.get("partition") or {}).items()}
         if format_version >= 3 and m.content == DATA:
             first = df.get("first_row_id")
@@ -227,14 +235,14 @@ class ManifestWriter:
         *,
         snapshot_id: int,
         sequence_number: int,
-        explicit: list[dict[str, Any]],
+        explicit: list[ManifestEntryRecord],
         content: int = DATA,
     ) -> Manifest:
         """Write ``explicit`` (avro-shaped entries) and describe the file by the resolved ``entries``."""
         types = {avro_name(p.name): p.result_type for p in fields}
-        rows = []
+        rows: list[ManifestEntryRecord] = []
         for rec in explicit:
-            df = dict(rec["data_file"])
+            df = rec["data_file"].copy()
             df["partition"] = {k: partition_avro_value(v, types[k]) for k, v in df["partition"].items()}
             rows.append({**rec, "data_file": df})
         path = self._manifest_path()

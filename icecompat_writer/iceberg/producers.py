@@ -39,8 +39,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from .avro import DataFileRecord, ManifestEntryRecord
 from .locations import uri
 from .manifests import ADDED, DATA, DELETED, DELETES, EXISTING, Entry, Manifest, delete_file_key
 from .metadata import Snapshot
@@ -65,7 +66,7 @@ class DeleteFile:
     """A position-delete file for one data file: its ``data_file`` record (``content`` 1, with
     ``referenced_data_file`` set to the data file's URI) and the partition spec it is written under."""
 
-    data_file: dict[str, Any]
+    data_file: DataFileRecord
     spec_id: int | None = None  # None: the table's current spec
 
     @property
@@ -167,11 +168,12 @@ class SnapshotProducer:
         schema_json = t.current_schema_json()
         out = []
         for run_start, files in self._groups(first_row_id):
-            entries, explicit = [], []
+            entries: list[Entry] = []
+            explicit: list[ManifestEntryRecord] = []
             for f in files:
                 data_seq = f.row_commit_version if f.row_commit_version is not None else seq
                 data_seq = min(data_seq, seq)
-                df = dict(f.data_file)
+                df = f.data_file.copy()
                 resolved_first = f.base_row_id if t.fv >= 3 else None
                 df["first_row_id"] = None if run_start is not None else resolved_first
                 explicit.append(
@@ -207,14 +209,14 @@ class SnapshotProducer:
             by_spec.setdefault(t.spec_id if f.spec_id is None else f.spec_id, []).append(f)
         out = []
         for spec_id, files in sorted(by_spec.items()):
-            entries = [Entry(ADDED, snapshot_id, seq, seq, dict(f.data_file)) for f in files]
-            explicit = [
+            entries = [Entry(ADDED, snapshot_id, seq, seq, f.data_file.copy()) for f in files]
+            explicit: list[ManifestEntryRecord] = [
                 {
                     "status": ADDED,
                     "snapshot_id": snapshot_id,
                     "sequence_number": None,
                     "file_sequence_number": None,
-                    "data_file": dict(f.data_file),
+                    "data_file": f.data_file.copy(),
                 }
                 for f in files
             ]
@@ -227,7 +229,7 @@ class SnapshotProducer:
         spec_id: int,
         snapshot_id: int,
         seq: int,
-        explicit: list[dict[str, Any]],
+        explicit: list[ManifestEntryRecord],
         content: int,
     ) -> Manifest:
         """One manifest of ``spec_id``, its partition types and schema taken from the table as it is now."""
@@ -257,7 +259,7 @@ class SnapshotProducer:
                     snapshot_id=snapshot_id if gone else e.snapshot_id,
                     sequence_number=e.sequence_number,
                     file_sequence_number=e.file_sequence_number,
-                    data_file=dict(e.data_file),
+                    data_file=e.data_file.copy(),
                 )
             )
         spec_id = int(m.record["partition_spec_id"])

@@ -87,10 +87,13 @@ class SchemaIdError(IcecompatError):
 
 
 def violation(
-    rule: str, path: str, message: str, fix: str, observed: Any = None, expected: Any = None
+    rule: str, path: str, *, variant: str = "", observed: Any = None, expected: Any = None, **values: Any
 ) -> Violation:
-    """A Violation of this emitter's profile (keeps every refusal spelled the same way)."""
-    return layer_violation(PROFILE, rule, path, message, fix, observed, expected)
+    """A Violation of this emitter's profile, worded by the rule's catalog templates (``variant``:
+    one of its named wordings) filled with ``values``."""
+    return layer_violation(
+        PROFILE, rule, path, variant=variant, observed=observed, expected=expected, **values
+    )
 
 
 @dataclass(frozen=True)
@@ -312,8 +315,6 @@ class _Converter(SchemaVisitor[_Result]):
             violation(
                 "ICEBERG-EMIT-TYPE",
                 path,
-                f"Delta type `{dtype}` has no Iceberg counterpart this emitter writes",
-                "use only the IcebergCompatV2 type allow-list (variant/geo types are not converted yet)",
                 observed=dtype,
             )
         )

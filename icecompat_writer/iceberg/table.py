@@ -29,7 +29,7 @@ from icecompat_writer.deltalog.paths import resolve_data_path
 from icecompat_writer.errors import CompatViolation, ConcurrentWriteError, TableReadError, Violation
 from icecompat_writer.storage import Location, ObjectPath
 
-from .avro import PartitionField, avro_name, data_file_record
+from .avro import DataFileRecord, PartitionField, avro_name, data_file_record
 from .checks import rule_set_for, table_violations
 from .locations import data_path_outside, outside_violation, uri
 from .manifests import LiveFiles, ManifestWriter
@@ -74,7 +74,7 @@ class NewFile:
     """A data file to add: its ``data_file`` record plus the Delta row-tracking fields and, when its
     ``add`` carries one, its deletion vector (with the path as the log writes it, to name it)."""
 
-    data_file: dict[str, Any]
+    data_file: DataFileRecord
     base_row_id: int | None
     row_commit_version: int | None
     delta_path: str = ""
@@ -288,10 +288,8 @@ class IcebergTable:
                     violation(
                         "ICEBERG-EMIT-DELETION-VECTORS",
                         "",
-                        f"data file {path} has a deletion vector and Iceberg format v2 has none: Iceberg "
-                        "would return the rows it deletes",
-                        "emit Iceberg format 3, or purge deletion vectors (REORG TABLE ... APPLY (PURGE)) "
-                        "and disable them",
+                        variant="file",
+                        file=path,
                         observed="deletionVector present",
                         expected="none",
                     )
@@ -304,8 +302,7 @@ class IcebergTable:
                     violation(
                         "ICEBERG-EMIT-NUM-RECORDS",
                         "",
-                        f"data file {path} has no numRecords statistic and its footer cannot be read",
-                        "recompute statistics for the table (IcebergCompat requires numRecords)",
+                        file=path,
                     )
                 )
                 continue
@@ -322,9 +319,9 @@ class IcebergTable:
                         violation(
                             "ICEBERG-EMIT-PARTITION-VALUE",
                             col.name,
-                            f"partition value of {path} cannot be converted: {err}",
-                            "rewrite the file's partition with a writer that records UTC ISO-8601 values",
                             observed=text,
+                            file=path,
+                            problem=err,
                         )
                     )
                     raw = None
@@ -336,9 +333,8 @@ class IcebergTable:
                     violation(
                         "ICEBERG-EMIT-ROW-LINEAGE",
                         "",
-                        f"data file {path} has no baseRowId, so its Iceberg row ids cannot match Delta's",
-                        "enable row tracking and backfill it, or emit Iceberg format 2",
                         observed="baseRowId absent",
+                        file=path,
                     )
                 )
             metrics = file_metrics(stats, self.schema, records, by_source, self.string_prefix)

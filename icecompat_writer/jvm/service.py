@@ -91,7 +91,8 @@ from icecompat_writer.jvm import protocol
 from icecompat_writer.jvm.protocol import Answer, CheckCommit, PlanMetadata, Request, Sync
 from icecompat_writer.planning import judge, plan, validate
 from icecompat_writer.rules.detection import WRITER_PROFILES, declared_profile, held_profile
-from icecompat_writer.rules.model import Scope
+from icecompat_writer.rules.evaluate import finding_violation
+from icecompat_writer.rules.model import Finding, Scope
 from icecompat_writer.rules.writes import check_properties, runtime_violations
 from icecompat_writer.version import __version__
 
@@ -451,19 +452,12 @@ def _features_ahead(profile: str, protocol: Any, previous: Any) -> list[Violatio
     added = set(protocol.writer_features or ()) - set(previous.protocol.writer_features or ())
     if "rowTracking" not in added:
         return []
-    return [
-        Violation(
-            profile=profile,
-            rule="IWC1-NO-ROW-TRACKING",
-            path="",
-            message="this commit adds the rowTracking feature, the first step of turning row tracking on, "
-            "which IcebergWriterCompatV1 allows only inactive",
-            fix="leave `delta.enableRowTracking` unset on a writer-v1 table, or move the table to a profile "
-            "with row tracking (v3, writer-v3) with `icecompat upgrade`",
-            observed="rowTracking added",
-            expected="no rowTracking",
-        )
-    ]
+    added_feature = Finding(
+        observed="the commit adds the rowTracking table feature",
+        expected="no rowTracking",
+        values={"key": "delta.enableRowTracking"},
+    )
+    return [finding_violation(profile, "IWC1-NO-ROW-TRACKING", added_feature)]
 
 
 def _present(req: Request, key: str, value: Any) -> Any:

@@ -15,7 +15,7 @@ an existing table, so its provider decides.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyspark.sql.readwriter import DataFrameWriter, DataFrameWriterV2
 
@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from icecompat_writer.writing.api import WriteResult
+    from icecompat_writer.writing.wrappers import CompatDataFrameWriter, CompatDataFrameWriterV2
+
+_W = TypeVar("_W")
 
 __all__ = ["RoutingDataFrameWriter", "RoutingDataFrameWriterV2", "is_delta_format", "table_provider"]
 
@@ -81,7 +84,7 @@ def _refuse_unsupported(calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]]
         )
 
 
-def _replay(target: Any, calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]]) -> Any:
+def _replay(target: _W, calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]]) -> _W:
     for name, args, kwargs in calls:
         if name in _FORMAT_CALLS:
             continue
@@ -153,7 +156,7 @@ class RoutingDataFrameWriter(DataFrameWriter):
         return self
 
     # -- the calls that write -------------------------------------------------------------------------
-    def _compat_writer(self) -> Any:
+    def _compat_writer(self) -> CompatDataFrameWriter:
         from icecompat_writer.writing.wrappers import compat
 
         _refuse_unsupported(self._icecompat_calls, self._icecompat_profile)
@@ -253,7 +256,7 @@ class RoutingDataFrameWriterV2(DataFrameWriterV2):
     def _existing_delta(self) -> bool:
         return is_delta_format(table_provider(self._icecompat_df.sparkSession, self._icecompat_table))
 
-    def _compat_writer(self) -> Any:
+    def _compat_writer(self) -> CompatDataFrameWriterV2:
         from icecompat_writer.writing.wrappers import compat
 
         _refuse_unsupported(self._icecompat_calls, self._icecompat_profile)

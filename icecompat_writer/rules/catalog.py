@@ -500,8 +500,10 @@ def _row_tracking_rules() -> list[Rule]:
             (W1,),
             "forbidden_property_value",
             checks="Row tracking may be supported but is not active (delta.enableRowTracking is not true).",
-            message="row tracking is active (`{key}` is true); IcebergWriterCompatV1 allows it only inactive",
-            fix="set `{key}` to false",
+            message="row tracking is active or being turned on ({observed}); IcebergWriterCompatV1 allows it "
+            "only inactive",
+            fix="set `{key}` to false or leave it unset; a table that needs row tracking moves to a profile "
+            "with it (v3, writer-v3) with `icecompat upgrade`",
             clause=W_DISALLOWED,
             also=(W_ALLOWLIST,),
             params={"keys": ["delta.enableRowTracking"], "values": ["true"]},
@@ -951,10 +953,18 @@ BOOLEAN_PROPERTIES = (
 )  # fmt: skip
 
 
-def _write_rule(rule_id: str, checks: str, message: str, fix: str, **params: object) -> Rule:
+def _write_rule(
+    rule_id: str,
+    checks: str,
+    message: str,
+    fix: str,
+    variants: dict[str, tuple[str, str]] | None = None,
+    **params: object,
+) -> Rule:
     return Rule(
         rule_id, ALL, None, checks=checks, message=message, fix=fix, clause=_WRITE_CLAUSE,
         params=params, stages=(Stage.PLAN,), layer=_WRITES if rule_id in _WRITES_RULES else _WRITE,
+        variants=variants or {},
     )  # fmt: skip
 
 
@@ -963,10 +973,17 @@ def _upgrade_too(rule_id: str, checks: str, message: str, fix: str) -> Rule:
     return replace(_write_rule(rule_id, checks, message, fix), stages=(Stage.PLAN, Stage.UPGRADE))
 
 
-def _emit_rule(rule_id: str, checks: str, message: str, fix: str, clause: str = _EMIT_CLAUSE) -> Rule:
+def _emit_rule(
+    rule_id: str,
+    checks: str,
+    message: str,
+    fix: str,
+    clause: str = _EMIT_CLAUSE,
+    variants: dict[str, tuple[str, str]] | None = None,
+) -> Rule:
     return Rule(
         rule_id, ALL, None, checks=checks, message=message, fix=fix, clause=clause,
-        stages=(Stage.ICEBERG,), layer=_EMIT,
+        stages=(Stage.ICEBERG,), layer=_EMIT, variants=variants or {},
     )  # fmt: skip
 
 
@@ -977,7 +994,7 @@ def _layer_rules() -> list[Rule]:
         _write_rule(
             "DELTA-WRITE-DUPLICATE-COLUMN",
             "No two names in one struct are the same column to Delta (names compared ignoring case).",
-            "Delta matches column names ignoring case, so this name is the same column as another",
+            "Delta matches column names ignoring case, so this name is the same column as {other}",
             "rename or drop one of the two columns before writing",
         ),
         _write_rule(
@@ -1008,8 +1025,15 @@ def _layer_rules() -> list[Rule]:
             "DELTA-WRITE-PARTITION-COLUMN",
             "Every partition column is a top-level column of a type Delta can partition by "
             "(not a struct, array, map, void or variant).",
-            "the partition column is missing or of a type Delta cannot partition by",
-            "partition by a top-level column of a primitive type",
+            "the partition column is not a top-level column of the written schema",
+            "partition by one of: {columns}",
+            variants={
+                "type": (
+                    "Delta cannot partition by a column of type {observed}",
+                    "partition by a column of a primitive type (numbers, string, binary, boolean, date, "
+                    "timestamp)",
+                )
+            },
             refused_types=["struct", "array", "map", "void", "variant"],
         ),
         _write_rule(
@@ -1023,15 +1047,18 @@ def _layer_rules() -> list[Rule]:
             "DELTA-WRITE-CONFIG-PROPERTY",
             "No table property lies in a namespace delta-spark copies into the Hadoop configuration of "
             "every write.",
-            "the table property would reach the Hadoop configuration of every write to the table",
-            "drop the property; set Hadoop and Parquet settings on the Spark session instead",
+            "table property `{observed}` would reach the Hadoop configuration of every write to the table "
+            "(delta-spark copies table properties there), where Hadoop, Parquet and Spark read settings "
+            "and the names of classes to load",
+            "drop the property (ALTER TABLE ... UNSET TBLPROPERTIES for a table that has it); set Hadoop "
+            "and Parquet settings on the Spark session instead",
             namespaces=list(CONFIG_NAMESPACES),
         ),
         _write_rule(
             "DELTA-WRITE-PROPERTY-VALUE",
             "Every property value the write sets is one delta-spark can parse.",
-            "the table property's value would make delta-spark refuse the write",
-            "set the property to a value delta-spark accepts, or leave it out",
+            "table property `{key}` = {observed!r} {problem}: delta-spark would refuse it while writing",
+            "set `{key}` to {expected}, or leave it out",
             boolean_properties=list(BOOLEAN_PROPERTIES),
             protocol_versions={
                 "delta.minreaderversion": ["1", "2", "3"],
@@ -1042,7 +1069,8 @@ def _layer_rules() -> list[Rule]:
         _upgrade_too(
             "DELTA-WRITE-VARIANT-ICEBERG-V3",
             "No variant column is written into a table with IcebergCompatV3 (delta-spark 4.4 fails on it).",
-            "delta-spark 4.4 cannot write a variant column into a table with IcebergCompatV3",
+            "delta-spark 4.4 cannot write a variant column into a table with IcebergCompatV3 (it fails "
+            "with INVALID_FIELD_NAME on the column's physical name), although the profile allows variant",
             "store the value as JSON text (to_json) in a string column, or write it to a table without "
             "IcebergCompatV3",
         ),
@@ -1051,7 +1079,9 @@ def _layer_rules() -> list[Rule]:
             ALL,
             None,
             checks="A commit adds no data file outside the table's own directory (a SHALLOW CLONE).",
-            message="the commit references data files of another table",
+            message="the commit references {count} data file(s) outside the table, e.g. {observed!r}: a "
+            "shallow clone shares another table's files, which the guard and `icecompat check` cannot hold "
+            "to the clone's profile",
             fix="make a DEEP CLONE (CREATE TABLE ... DEEP CLONE ...) or copy the rows with compat_write",
             clause=_WRITE_CLAUSE,
             stages=(Stage.COMMIT,),
@@ -1060,7 +1090,7 @@ def _layer_rules() -> list[Rule]:
         _emit_rule(
             "ICEBERG-EMIT-TYPE",
             "Every column's type has an Iceberg counterpart the emitter writes.",
-            "the Delta type has no Iceberg counterpart this emitter writes",
+            "Delta type `{observed}` has no Iceberg counterpart this emitter writes",
             "use only the IcebergCompatV2 type allow-list (variant/geo types are not converted yet)",
             clause="docs/iceberg.md#types",
         ),
@@ -1068,70 +1098,114 @@ def _layer_rules() -> list[Rule]:
             "ICEBERG-EMIT-COLUMN-MAPPING",
             "Column mapping is on (id or name), so data files carry the field ids Iceberg reads by.",
             "column mapping is off, so the data files carry no field ids for Iceberg to resolve",
-            "set `delta.columnMapping.mode` to `name` (existing tables) or `id` (new tables)",
+            "set `{key}` to `name` (existing tables) or `id` (new tables)",
         ),
         _emit_rule(
             "ICEBERG-EMIT-DELETION-VECTORS",
             "Deletion vectors are converted into Iceberg format v3 only: under format v2 they are off and "
             "no live data file carries one.",
-            "Iceberg format v2 has no deletion vectors, so the rows they delete would reappear",
-            "emit Iceberg format 3, or disable deletion vectors and purge them (REORG TABLE ... APPLY "
-            "(PURGE))",
+            "deletion vectors are enabled and Iceberg format v2 has none: the rows they delete would "
+            "reappear",
+            "emit Iceberg format 3 (deletion vectors become Iceberg deletion vectors), or set "
+            "`delta.enableDeletionVectors` to `false` and rewrite files that carry DVs (REORG TABLE ... "
+            "APPLY (PURGE))",
+            variants={
+                "file": (
+                    "data file {file} has a deletion vector and Iceberg format v2 has none: Iceberg would "
+                    "return the rows it deletes",
+                    "emit Iceberg format 3, or purge deletion vectors (REORG TABLE ... APPLY (PURGE)) and "
+                    "disable them",
+                )
+            },
         ),
         _emit_rule(
             "ICEBERG-EMIT-DELETION-VECTOR-READ",
             "Every deletion vector converted is readable, in Delta's portable serialized form (length, "
             "magic, CRC-32, 64-bit roaring bitmap), and deletes as many rows as its log cardinality says.",
-            "a data file's deletion vector cannot be read or disagrees with the log",
+            "data file {file}: {problem}",
             "repair or restore the deletion vector file (`icecompat check TABLE` lists every one), or "
             "rewrite the data file (REORG TABLE ... APPLY (PURGE))",
         ),
         _emit_rule(
             "ICEBERG-EMIT-FORMAT-VERSION",
             "Format v3 is emitted only with row tracking, and an existing tree keeps its format version.",
-            "the Iceberg format version cannot be written for this table",
-            "emit format 2, enable row tracking, or omit --format-version for an existing tree",
+            "Iceberg format v3 needs row lineage, which comes from Delta row tracking, and row tracking "
+            "is not enabled",
+            "emit format 2, or enable `delta.enableRowTracking` (IcebergCompatV3 does so)",
+            variants={
+                "existing": (
+                    "the existing Iceberg metadata is format v{expected}; an existing tree is not "
+                    "re-versioned",
+                    "omit --format-version, or delete metadata/ and convert again",
+                )
+            },
         ),
         _emit_rule(
             "ICEBERG-EMIT-NUM-RECORDS",
             "Every data file has a row count (numRecords, or a readable footer).",
-            "a data file has no numRecords statistic and its footer cannot be read",
+            "data file {file} has no numRecords statistic and its footer cannot be read",
             "recompute statistics for the table (IcebergCompat requires numRecords)",
         ),
         _emit_rule(
             "ICEBERG-EMIT-PARTITION-COLUMN",
             "Every partition column is a top-level column the partition spec can name.",
-            "the partition column cannot be expressed in an Iceberg partition spec",
+            "the partition column is not a top-level column of the schema",
             "repair the table metadata",
+            variants={
+                "type": ("an identity partition needs a primitive column", "partition by a primitive column")
+            },
         ),
         _emit_rule(
             "ICEBERG-EMIT-PARTITION-VALUE",
             "Every partition value converts to its Iceberg type.",
-            "a data file's partition value cannot be converted",
+            "partition value of {file} cannot be converted: {problem}",
             "rewrite the file's partition with a writer that records UTC ISO-8601 values",
         ),
         _emit_rule(
             "ICEBERG-EMIT-ROW-LINEAGE",
             "Under format v3 every data file has a baseRowId, so Iceberg row ids match Delta's.",
-            "a data file has no baseRowId",
+            "data file {file} has no baseRowId, so its Iceberg row ids cannot match Delta's",
             "enable row tracking and backfill it, or emit Iceberg format 2",
         ),
         _emit_rule(
             "ICEBERG-EMIT-OUTSIDE-ROOT",
             "Every data file and metadata file the emitter touches lies under the table root.",
-            "a file path leaves the table root; it was not opened",
+            "data file {file} {reason}; it was not opened",
             "keep every data file under the table root (no absolute paths, `..` or links elsewhere)",
+            variants={
+                "prefix": (
+                    "{what} {observed} is outside the table's {metadata_dir}/ prefix; nothing was read or "
+                    "written there",
+                    "keep the Iceberg tree in {metadata_root}",
+                ),
+                "root-link": (
+                    "the {metadata_dir} directory {metadata_root} leads outside the table root (to "
+                    "{observed}); nothing was read or written there",
+                    "remove the link: the Iceberg tree is kept in {metadata_root} itself",
+                ),
+                "link": (
+                    "{what} {location} leads outside the table's {metadata_dir}/ directory (to {observed}); "
+                    "nothing was read or written there",
+                    "remove the link: the Iceberg tree is kept in {metadata_root} itself",
+                ),
+            },
         ),
         _emit_rule(
             "ICEBERG-EMIT-EXISTING-METADATA",
             "An existing metadata/ tree was written by this emitter and is readable.",
-            "the existing Iceberg metadata was not written by this emitter",
+            "{file} was not written by this emitter (no `{property}` property)",
             "move the existing metadata/ directory away; the emitter does not adopt foreign trees",
+            variants={
+                "other-table": (
+                    "the Iceberg metadata belongs to another Delta table (the table was re-created here)",
+                    "delete the metadata/ directory and convert again",
+                )
+            },
         ),
         _emit_rule(
             "ICEBERG-EMIT-HISTORY",
             "Every Delta commit since the last conversion still exists.",
-            "Delta commits were cleaned up before they were converted",
+            "Delta commits {first}..{last} were cleaned up before they were converted",
             "delete metadata/ and convert again from the current state",
         ),
         Rule(
@@ -1139,7 +1213,8 @@ def _layer_rules() -> list[Rule]:
             ALL,
             None,
             checks="The upgrade can read every log line and data file it replaces.",
-            message="the upgrade must see every log line and data file it replaces",
+            message="the upgrade must see every log line and data file it replaces: "
+            "{observed}: {problem}{where}",
             fix="repair the table first (`icecompat check TABLE` lists what it cannot read), then upgrade",
             clause=_UPGRADE_CLAUSE,
             stages=(Stage.UPGRADE,),
@@ -1150,8 +1225,12 @@ def _layer_rules() -> list[Rule]:
             ALL,
             None,
             checks="A new table state (new physical names) is not written under published Iceberg metadata.",
-            message="Iceberg metadata has already been published for the physical names a new state changes",
-            fix="upgrade a copy of the table, or remove its metadata/ folder and publish it again after the "
+            message="the table needs a new state ({why}): every column would get a new physical name, "
+            "but Iceberg metadata has already been published for it ({count} metadata file(s) in "
+            "{root}/metadata); its snapshots resolve files without field ids through the name mapping, by "
+            "the physical names the new state changes",
+            fix="upgrade a copy of the table (e.g. compat_write it to a new path with this profile), or "
+            "remove the table's metadata/ folder and publish it again with `icecompat iceberg` after the "
             "upgrade",
             clause=_UPGRADE_CLAUSE,
             stages=(Stage.UPGRADE,),
@@ -1211,16 +1290,23 @@ def layer_violation(
     profile: str,
     rule_id: str,
     path: str,
-    message: str,
-    fix: str,
+    *,
+    variant: str = "",
     observed: Any = None,
     expected: Any = None,
     clause: str = "",
+    **values: Any,
 ) -> Violation:
-    """A violation of a layer's own rule, spelled the same way by every layer (values kept as text)."""
+    """A violation of a layer's own rule, worded by its catalog templates (``variant``: one of the
+    rule's named wordings) filled with ``path``, ``observed``, ``expected`` and ``values``; observed
+    and expected are kept as text."""
+    rule = layer_rule(rule_id)
+    message, fix = rule.render_layer(
+        variant, {"path": path, "observed": observed, "expected": expected, **values}
+    )
     return Violation(
         profile=profile,
-        rule=layer_rule(rule_id).id,
+        rule=rule.id,
         path=path,
         message=message,
         fix=fix,

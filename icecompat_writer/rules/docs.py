@@ -71,10 +71,16 @@ def _rule_row(r: Rule) -> str:
     )
 
 
+def _wording(r: Rule) -> str:
+    """A layer rule's message and fix templates, its named variants after its own."""
+    pairs = [("", (r.message, r.fix)), *((f"({name}) ", r.variants[name]) for name in sorted(r.variants))]
+    return "<br>".join(f"{label}{message}. Fix: {fix}" for label, (message, fix) in pairs)
+
+
 def _layer_row(r: Rule) -> str:
     return (
         f"| `{r.id}` | {_stages(r)} | `{r.layer}` | {_clauses(r)} | {_cell(r.checks)} | "
-        f"{_cell(_params(r))} | {_cell(r.fix)} |"
+        f"{_cell(_params(r))} | {_cell(_wording(r))} |"
     )
 
 
@@ -122,9 +128,11 @@ def render() -> str:
         "## Rules of the write path, the Iceberg emitter and the upgrade",
         "",
         "These apply under every profile. Each is enforced by the module named (no check kind); its "
-        "params are the data that module reads.",
+        "params are the data that module reads. Its wording is the message and fix every violation of "
+        "it carries (`{name}`: a value of the finding); a rule broken in more than one way has a named "
+        "wording for each.",
         "",
-        "| rule | stages | enforced by | clause | what is checked | params | fix |",
+        "| rule | stages | enforced by | clause | what is checked | params | wording (message, fix) |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     out.extend(_layer_row(r) for r in LAYER_RULES)

@@ -16,11 +16,11 @@ from icecompat_writer.perf import gc_paused
 from icecompat_writer.rules.catalog import RULES_BY_ID
 from icecompat_writer.rules.context import EvalContext
 from icecompat_writer.rules.kinds import kind_of
-from icecompat_writer.rules.model import Rule, Scope, clauses_text
+from icecompat_writer.rules.model import Finding, Rule, Scope, clauses_text
 from icecompat_writer.rules.profiles import Profile, get_profile
 from icecompat_writer.rules.schema import SchemaIndex
 
-__all__ = ["rule_scope", "validate"]
+__all__ = ["finding_violation", "rule_scope", "validate"]
 
 
 def rule_scope(rule: Rule) -> Scope:
@@ -66,24 +66,31 @@ def _validate(
         kind = kind_of(rule)
         if scopes is not None and kind.scope not in scopes:
             continue
-        clause = clauses_text(rule)
-        for finding in kind.check(ctx, rule):
-            message, fix = rule.render(finding)
-            out.append(
-                Violation(
-                    profile=prof.name,
-                    rule=rule.id,
-                    path=finding.path,
-                    message=message,
-                    fix=fix,
-                    observed=finding.observed,
-                    expected=finding.expected,
-                    clause=clause,
-                    values=dict(finding.values),
-                )
-            )
+        out.extend(_violation(prof.name, rule, finding) for finding in kind.check(ctx, rule))
     out.sort(key=_order)
     return out
+
+
+def _violation(profile: str, rule: Rule, finding: Finding) -> Violation:
+    message, fix = rule.render(finding)
+    return Violation(
+        profile=profile,
+        rule=rule.id,
+        path=finding.path,
+        message=message,
+        fix=fix,
+        observed=finding.observed,
+        expected=finding.expected,
+        clause=clauses_text(rule),
+        values=dict(finding.values),
+    )
+
+
+def finding_violation(profile: str, rule_id: str, finding: Finding) -> Violation:
+    """A catalog rule's violation found outside :func:`validate` (a check that needs more than one
+    table state, e.g. the guard's view of a command's first commit), worded by the rule's templates
+    exactly as :func:`validate` words it."""
+    return _violation(profile, RULES_BY_ID[rule_id], finding)
 
 
 def _order(v: Violation) -> tuple[str, str, str, str, str, str]:

@@ -79,6 +79,7 @@ def export_catalog() -> dict[str, Any]:
                 "checks": r.checks,
                 "message": r.message,
                 "fix": r.fix,
+                "variants": {name: {"message": m, "fix": f} for name, (m, f) in sorted(r.variants.items())},
             }
             for r in LAYER_RULES
         ],

@@ -122,6 +122,9 @@ class Rule:
     Most rules are evaluated by :func:`~icecompat_writer.rules.validate` through their ``kind``. A
     rule of another layer (Delta's own write rules, the Iceberg emitter, the upgrade) has no kind:
     ``layer`` names the module that enforces it, and its ``params`` are the data that module reads.
+    Such a rule can be broken in more than one way: ``variants`` names further (message, fix)
+    template pairs, and the layer picks one by name (:meth:`render_layer`), so that every wording a
+    user can meet is in the catalog and in docs/rules.md.
     """
 
     id: str
@@ -137,6 +140,7 @@ class Rule:
     reference: str = ""
     stages: tuple[Stage, ...] = ()
     layer: str = ""
+    variants: Mapping[str, tuple[str, str]] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
         if not _RULE_ID.match(self.id):
@@ -152,6 +156,9 @@ class Rule:
             raise ValueError(f"rule {self.id}: `checks` is one sentence ending with a period")
         if self.kind is None and (not self.layer or not self.stages):
             raise ValueError(f"rule {self.id}: a rule without a check kind names its layer and stages")
+        if self.variants and self.kind is not None:
+            raise ValueError(f"rule {self.id}: only a rule without a check kind has wording variants")
+        object.__setattr__(self, "variants", MappingProxyType(dict(self.variants)))
         object.__setattr__(self, "params", freeze(dict(self.params)))
         object.__setattr__(self, "profiles", tuple(self.profiles))
         object.__setattr__(self, "also", tuple(self.also))
@@ -172,6 +179,20 @@ class Rule:
         values = {"path": finding.path, "observed": finding.observed, "expected": finding.expected}
         values.update(finding.values)
         return self.message.format(**values), self.fix.format(**values)
+
+    def templates(self, variant: str = "") -> tuple[str, str]:
+        """The (message, fix) templates of ``variant`` (``""``: the rule's own); KeyError for another."""
+        if not variant:
+            return self.message, self.fix
+        if variant not in self.variants:
+            raise KeyError(f"rule {self.id} has no wording variant {variant!r}")
+        return self.variants[variant]
+
+    def render_layer(self, variant: str, values: Mapping[str, Any]) -> tuple[str, str]:
+        """(message, fix) of a layer rule's finding: its templates filled with ``values`` (every
+        placeholder must be given: a missing one is a KeyError, never a half-rendered sentence)."""
+        message, fix = self.templates(variant)
+        return message.format(**values), fix.format(**values)
 
 
 def clauses_text(rule: Rule) -> str:

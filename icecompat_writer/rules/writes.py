@@ -39,18 +39,19 @@ WRITE_PROFILE = "delta"  # the "profile" named on violations of Delta's own writ
 
 
 def write_violation(
-    rule: str, path: str, message: str, fix: str, observed: Any = None, expected: Any = None
+    rule: str, path: str, *, variant: str = "", observed: Any = None, expected: Any = None, **values: Any
 ) -> Violation:
-    """A violation of Delta's own write rules (profile ``delta``), refused before any file is written."""
+    """A violation of Delta's own write rules (profile ``delta``), refused before any file is written;
+    worded by the rule's catalog templates filled with ``values``."""
     return layer_violation(
         WRITE_PROFILE,
         rule,
         path,
-        message,
-        fix,
-        observed,
-        expected,
+        variant=variant,
+        observed=observed,
+        expected=expected,
         clause="delta-PROTOCOL.md#schema-serialization-format",
+        **values,
     )
 
 
@@ -93,11 +94,6 @@ def check_properties(configuration: Mapping[str, Any], problems: list[Violation]
                 write_violation(
                     "DELTA-WRITE-CONFIG-PROPERTY",
                     "",
-                    f"table property `{key}` would reach the Hadoop configuration of every write to the "
-                    "table (delta-spark copies table properties there), where Hadoop, Parquet and Spark "
-                    "read settings and the names of classes to load",
-                    "drop the property (ALTER TABLE ... UNSET TBLPROPERTIES for a table that has it); set "
-                    "Hadoop and Parquet settings on the Spark session instead",
                     observed=key,
                 )
             )
@@ -134,12 +130,9 @@ def shallow_clone_violations(paths: Sequence[str]) -> list[Violation]:
         write_violation(
             "DELTA-WRITE-SHALLOW-CLONE",
             "",
-            f"the commit references {len(paths)} data file(s) outside the table, e.g. {paths[0]!r}: a "
-            "shallow clone shares another table's files, which the guard and `icecompat check` cannot "
-            "hold to the clone's profile",
-            "make a DEEP CLONE (CREATE TABLE ... DEEP CLONE ...) or copy the rows with compat_write",
             observed=paths[0],
             expected="files inside the table",
+            count=len(paths),
         )
     ]
 
@@ -165,11 +158,10 @@ def runtime_violations(
                 write_violation(
                     "DELTA-WRITE-PROPERTY-VALUE",
                     "",
-                    f"table property `{key}` = {value!r} {found[0]}: delta-spark would refuse it while "
-                    "writing",
-                    f"set `{key}` to {found[1]}, or leave it out",
                     observed=value,
                     expected=found[1],
+                    key=key,
+                    problem=found[0],
                 )
             )
     problems.extend(variant_violations(metadata, protocol))
@@ -189,11 +181,6 @@ def variant_violations(metadata: Metadata, protocol: Protocol) -> list[Violation
         write_violation(
             "DELTA-WRITE-VARIANT-ICEBERG-V3",
             path,
-            "delta-spark 4.4 cannot write a variant column into a table with IcebergCompatV3 "
-            "(it fails with INVALID_FIELD_NAME on the column's physical name), although the "
-            "profile allows variant",
-            "store the value as JSON text (to_json) in a string column, or write it to a table "
-            "without IcebergCompatV3",
             observed="variant",
         )
         for path in visit(metadata.schema_model, _VariantPaths())

@@ -33,7 +33,7 @@ from icecompat_writer.checking.check import CheckFinding, snapshot_facts, violat
 from icecompat_writer.deltalog import AddFile, Metadata, TableState, read_snapshot
 from icecompat_writer.errors import CompatViolation, IcecompatError, UpgradeRefused, Violation
 from icecompat_writer.planning import Change, Plan, get_profile, judge, plan, validate
-from icecompat_writer.rules.catalog import RULES_BY_ID, layer_rule
+from icecompat_writer.rules.catalog import RULES_BY_ID, layer_violation
 from icecompat_writer.rules.context import CM_MODE_KEY, column_mapping_mode
 from icecompat_writer.rules.model import Scope
 from icecompat_writer.rules.writes import variant_violations
@@ -405,32 +405,27 @@ def _needs_row_ids(metadata: Metadata, adds: tuple[AddFile, ...], rewritten: set
 
 def _unreadable(profile: str, finding: CheckFinding) -> Violation:
     where = f" ({finding.file}" + (f", line {finding.line}" if finding.line is not None else "") + ")"
-    return Violation(
-        profile=profile,
-        rule=layer_rule("UPGRADE-UNREADABLE").id,
-        path="",
-        message=f"the upgrade must see every log line and data file it replaces: {finding.code}: "
-        f"{finding.message}{where if finding.file else ''}",
-        fix="repair the table first (`icecompat check TABLE` lists what it cannot read), then upgrade",
+    return layer_violation(
+        profile,
+        "UPGRADE-UNREADABLE",
+        "",
         observed=finding.code,
         clause=f"{_DOCS}#refusals",
+        problem=finding.message,
+        where=where if finding.file else "",
     )
 
 
 def _iceberg_readers(
     profile: str, root: str, published: list[str], reasons: tuple[Violation, ...]
 ) -> Violation:
-    why = ", ".join(sorted({v.rule for v in reasons}))
-    return Violation(
-        profile=profile,
-        rule=layer_rule("UPGRADE-ICEBERG-READERS").id,
-        path="",
-        message=f"the table needs a new state ({why}): every column would get a new physical name, but "
-        f"Iceberg metadata has already been published for it ({len(published)} metadata file(s) in "
-        f"{root}/metadata); its snapshots resolve files without field ids through the name mapping, by "
-        "the physical names the new state changes",
-        fix="upgrade a copy of the table (e.g. compat_write it to a new path with this profile), or remove "
-        "the table's metadata/ folder and publish it again with `icecompat iceberg` after the upgrade",
+    return layer_violation(
+        profile,
+        "UPGRADE-ICEBERG-READERS",
+        "",
         observed=f"{len(published)} Iceberg metadata file(s)",
         clause=f"{_DOCS}#refusals",
+        why=", ".join(sorted({v.rule for v in reasons})),
+        count=len(published),
+        root=root,
     )

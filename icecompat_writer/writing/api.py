@@ -190,8 +190,6 @@ def _align_by_position(df: DataFrame, previous: TableState) -> DataFrame:
                 write_violation(
                     "DELTA-WRITE-COLUMN-COUNT",
                     "",
-                    "insertInto matches columns by position and the counts differ",
-                    "select exactly the table's columns, in the table's order",
                     observed=str(len(df.columns)),
                     expected=str(len(names)),
                 )

@@ -145,9 +145,6 @@ class _Merge(PartnerVisitor[SchemaNode, Any]):
                         write_violation(
                             "DELTA-WRITE-UNKNOWN-COLUMN",
                             data_f.path,
-                            "the DataFrame has a column the table does not have",
-                            "add .option('mergeSchema', 'true') to add it to the table, "
-                            "or drop it from the DataFrame",
                         )
                     )
                 continue
@@ -191,8 +188,6 @@ class _Merge(PartnerVisitor[SchemaNode, Any]):
         mismatch = write_violation(
             "DELTA-WRITE-TYPE-MISMATCH",
             path,
-            "the DataFrame's type differs from the table's type for this column",
-            "cast the column to the table's type before writing, or overwrite with overwriteSchema=true",
             observed=type_text(data_t.raw),
             expected=type_text(table_raw),
         )
@@ -284,8 +279,6 @@ class _DataSchemaProblems(_Paths[list[Violation]]):
                 write_violation(
                     "DELTA-WRITE-EMPTY-STRUCT",
                     path,
-                    "a struct without fields cannot be stored (Parquet has no empty group)",
-                    "drop the column, or give the struct at least one field",
                 )
             )
         seen: dict[str, str] = {}
@@ -299,11 +292,9 @@ class _DataSchemaProblems(_Paths[list[Violation]]):
                     write_violation(
                         "DELTA-WRITE-DUPLICATE-COLUMN",
                         f.path,
-                        f"Delta matches column names ignoring case, so this name is the same column as "
-                        f"{_join(path, first)}",
-                        "rename or drop one of the two columns before writing",
                         observed=f.name,
                         expected=first,
+                        other=_join(path, first),
                     )
                 )
             problems.extend(below)
@@ -410,8 +401,7 @@ def _check_partitioning(
                 write_violation(
                     "DELTA-WRITE-PARTITION-COLUMN",
                     quote_name(col),
-                    "the partition column is not a top-level column of the written schema",
-                    f"partition by one of: {', '.join(names) or '(no columns)'}",
+                    columns=", ".join(names) or "(no columns)",
                 )
             )
             continue
@@ -421,9 +411,7 @@ def _check_partitioning(
                 write_violation(
                     "DELTA-WRITE-PARTITION-COLUMN",
                     quote_name(field["name"]),
-                    f"Delta cannot partition by a column of type {kind}",
-                    "partition by a column of a primitive type (numbers, string, binary, boolean, "
-                    "date, timestamp)",
+                    variant="type",
                     observed=kind,
                 )
             )
@@ -485,9 +473,6 @@ def compose_metadata(intent: WriteIntent, previous: Metadata | None) -> Metadata
                     write_violation(
                         "DELTA-WRITE-PARTITIONING-CHANGE",
                         "",
-                        "the write asks for a different partitioning than the table has",
-                        "write with the table's partitioning, or overwrite with overwriteSchema=true "
-                        "(or replace the table) to change it",
                         observed=list(asked),
                         expected=list(partitions),
                     )

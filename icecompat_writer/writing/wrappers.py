@@ -67,7 +67,9 @@ class CompatDataFrameWriter:
             self.option(k, v)
         return self
 
-    def _write(self, target: str, mode: str | None, partition_by: Any, options: Mapping[str, Any]) -> Any:
+    def _write(
+        self, target: str, mode: str | None, partition_by: Any, options: Mapping[str, Any]
+    ) -> WriteResult:
         if mode is not None:
             self.mode(mode)
         if partition_by is not None:

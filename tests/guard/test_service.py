@@ -12,9 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from icecompat_writer.deltalog.actions import Metadata, Protocol
+from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
 from icecompat_writer.jvm import service
 from icecompat_writer.planning import plan
+from icecompat_writer.rules.catalog import RULES_BY_ID
 
 SCHEMA = {
     "type": "struct",
@@ -285,3 +286,16 @@ def test_footer_bytes_sent_by_the_driver_are_judged_like_a_local_footer() -> Non
     assert [(v["rule"], v["path"]) for v in res["violations"]] == [("ICV3-PARQUET-FIELD-IDS", "id")]
     assert "a.parquet" in res["violations"][0]["message"]
     assert res["delete"] == ["a.parquet"]
+
+
+def test_the_row_tracking_feature_refusal_is_worded_by_the_catalog() -> None:
+    features = frozenset({"columnMapping", "icebergCompatV2", "icebergWriterCompatV1"})
+    before = Protocol(3, 7, frozenset({"columnMapping"}), features)
+    after = Protocol(3, 7, frozenset({"columnMapping"}), features | {"rowTracking"})
+    previous = TableState(before, Metadata(json.dumps(SCHEMA), (), {}))
+    [v] = service._features_ahead("writer-v1", after, previous)
+    rule = RULES_BY_ID["IWC1-NO-ROW-TRACKING"]
+    observed = "the commit adds the rowTracking table feature"
+    assert (v.rule, v.profile, v.observed) == (rule.id, "writer-v1", observed)
+    assert v.message == rule.message.format(observed=observed, key="delta.enableRowTracking")
+    assert v.fix == rule.fix.format(key="delta.enableRowTracking")

@@ -10,7 +10,7 @@ import pytest
 from icecompat_writer.rules.catalog import CATALOG, LAYER_RULES, RULES, RULES_BY_ID, layer_rule
 from icecompat_writer.rules.docs import render
 from icecompat_writer.rules.export import export_catalog
-from icecompat_writer.rules.model import Stage
+from icecompat_writer.rules.model import Stage, template_fields
 from icecompat_writer.writing.compose import write_violation
 
 PACKAGE = Path(__file__).resolve().parents[2] / "icecompat_writer"
@@ -40,7 +40,7 @@ def test_every_rule_says_where_it_applies() -> None:
 
 def test_a_layer_cannot_raise_an_id_the_catalog_lacks() -> None:
     with pytest.raises(ValueError, match="DELTA-WRITE-NOT-A-RULE"):
-        write_violation("DELTA-WRITE-NOT-A-RULE", "", "m", "f")
+        write_violation("DELTA-WRITE-NOT-A-RULE", "")
     with pytest.raises(ValueError, match="ICV3-ENABLED"):
         layer_rule("ICV3-ENABLED")  # a kind rule is evaluated by validate, never raised by hand
 
@@ -54,3 +54,36 @@ def test_docs_and_export_list_layer_rules_with_their_params() -> None:
     exported = export_catalog()
     assert [r["id"] for r in exported["layer_rules"]] == [r.id for r in LAYER_RULES]
     assert exported["rules"][0]["stages"] == ["plan", "commit"]
+
+
+def test_no_layer_words_a_violation_itself() -> None:
+    """Violations are made by the rules package (catalog templates); elsewhere only rebuilt from
+    their own JSON (``Violation(**v)``), never spelled out with a message of the layer's own."""
+    spelled = re.compile(r"\bViolation\(\s*profile=")
+    offenders = [
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if path.relative_to(PACKAGE).parts[0] != "rules" and spelled.search(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
+
+
+def test_layer_rule_wordings_are_named_templates() -> None:
+    for r in LAYER_RULES:
+        for variant in ("", *r.variants):
+            for template in r.templates(variant):
+                fields = template_fields(template)
+                assert all(name.isidentifier() for name in fields), (r.id, variant, template)
+    with pytest.raises(KeyError, match="no wording variant 'nope'"):
+        layer_rule("DELTA-WRITE-PARTITION-COLUMN").templates("nope")
+
+
+def test_a_layer_violation_is_its_catalog_template_filled_in() -> None:
+    v = write_violation("DELTA-WRITE-PARTITION-COLUMN", "p", variant="type", observed="struct")
+    rule = layer_rule("DELTA-WRITE-PARTITION-COLUMN")
+    message, fix = rule.variants["type"]
+    assert (v.message, v.fix) == (message.format(observed="struct"), fix)
+    assert v.message == "Delta cannot partition by a column of type struct"
+    with pytest.raises(KeyError, match="columns"):
+        write_violation("DELTA-WRITE-PARTITION-COLUMN", "p")  # its own wording names the columns
+
