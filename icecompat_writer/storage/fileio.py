@@ -325,7 +325,7 @@ class _ObjectInput(InputFile):
         return int(info.size or 0)
 
     def exists(self) -> bool:
-        return self._info().type != pafs.FileType.NotFound
+        return bool(self._info().type != pafs.FileType.NotFound)
 
     def read(self) -> bytes:
         data = get_object(self.location, self._io.options(self.location))  # S3: one GET, no HEAD
