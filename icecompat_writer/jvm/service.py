@@ -345,7 +345,9 @@ def _check_commit(req: CheckCommit) -> Answer:
     else:
         facts = [file_facts(root, add) for add in adds]
     violations = _features_ahead(profile, protocol, previous)
-    violations += judge(profile, metadata, protocol, previous, facts, outside=outside)
+    violations += judge(
+        profile, metadata, protocol, previous, facts, outside=outside, footers_required=True
+    )
     if not violations:
         return {"ok": True, "profile": profile, **synced}
     return _refusal(profile, violations, context, delete())

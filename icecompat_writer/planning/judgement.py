@@ -12,6 +12,9 @@ them builds its own list of checks:
 - ``outside``, added paths outside the table (a shallow clone's commit): refused;
 - ``table_properties``, an audit of a committed table: every property in a namespace that reaches
   the Hadoop configuration is reported (the checker);
+- ``footers_required``, a write's own new files (compat_write, the upgrade, the guard): a file
+  whose footer could not be read is refused (``DELTA-WRITE-FOOTER-UNREAD``) instead of passing the
+  file rules unjudged; an audit reports the read error as its own finding;
 - ``engine_limits=False``: delta-spark's own limits
   (:data:`~icecompat_writer.rules.catalog.DELTA_SPARK_RULES`) are left out, for a reader of the
   table (the Iceberg emitter) rather than a writer.
@@ -30,7 +33,12 @@ from icecompat_writer.rules.catalog import ASSIGNED_AT_COMMIT, DELTA_SPARK_RULES
 from icecompat_writer.rules.evaluate import validate
 from icecompat_writer.rules.model import Scope
 from icecompat_writer.rules.profiles import Profile
-from icecompat_writer.rules.writes import check_properties, runtime_violations, shallow_clone_violations
+from icecompat_writer.rules.writes import (
+    check_properties,
+    runtime_violations,
+    shallow_clone_violations,
+    unread_footer_violations,
+)
 
 __all__ = ["judge"]
 
@@ -47,6 +55,7 @@ def judge(
     outside: Sequence[str] = (),
     table_properties: bool = False,
     engine_limits: bool = True,
+    footers_required: bool = False,
     scopes: Collection[Scope] | None = None,
 ) -> list[Violation]:
     """Every violation of ``profile`` (and of Delta's own write rules) by a table state.
@@ -60,8 +69,11 @@ def judge(
     sort them (:class:`~icecompat_writer.errors.CompatViolation` does).
     """
     found: list[Violation] = []
+    files = list(files)
     if profile is not None:
         found = validate(profile, metadata, protocol, previous, files, scopes=scopes)
+        if footers_required:
+            found.extend(unread_footer_violations(files))
         if not committed:
             found = [v for v in found if v.rule not in ASSIGNED_AT_COMMIT]
         if not engine_limits:

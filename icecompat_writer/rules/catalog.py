@@ -1087,6 +1087,19 @@ def _layer_rules() -> list[Rule]:
             stages=(Stage.COMMIT,),
             layer="icecompat_writer.jvm.service",
         ),
+        Rule(
+            "DELTA-WRITE-FOOTER-UNREAD",
+            ALL,
+            None,
+            checks="Every data file a commit adds has a Parquet footer that was read before the commit.",
+            message="the footer of {count} new data file(s) could not be read, e.g. {observed!r}: "
+            "{problem}; the file rules (field ids, types, row counts) cannot be held to files nobody read",
+            fix="retry the write; if it fails again, check that the table's storage is readable with the "
+            "session's settings (`icecompat doctor`)",
+            clause=_WRITE_CLAUSE,
+            stages=(Stage.COMMIT,),
+            layer="icecompat_writer.planning",
+        ),
         _emit_rule(
             "ICEBERG-EMIT-TYPE",
             "Every column's type has an Iceberg counterpart the emitter writes.",

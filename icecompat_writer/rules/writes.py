@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from icecompat_writer.errors import Violation
+from icecompat_writer.facts import DataFileFacts
 from icecompat_writer.model import Metadata, Protocol
 from icecompat_writer.rules.catalog import RULES_BY_ID, layer_violation
 from icecompat_writer.schema import (
@@ -133,6 +134,28 @@ def shallow_clone_violations(paths: Sequence[str]) -> list[Violation]:
             observed=paths[0],
             expected="files inside the table",
             count=len(paths),
+        )
+    ]
+
+
+def unread_footer_violations(files: Sequence[DataFileFacts]) -> list[Violation]:
+    """New data files whose footers could not be read are refused, never passed.
+
+    The file rules skip a file without a footer (an audit reports the read error itself); a commit
+    judged without its files' footers would otherwise be a silent pass.
+    """
+    unread = [f for f in files if f.footer is None]
+    if not unread:
+        return []
+    first = unread[0]
+    return [
+        write_violation(
+            "DELTA-WRITE-FOOTER-UNREAD",
+            "",
+            observed=first.path,
+            expected="a readable Parquet footer",
+            count=len(unread),
+            problem=first.footer_error or "the footer was not read",
         )
     ]
 

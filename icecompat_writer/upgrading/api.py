@@ -269,7 +269,13 @@ def upgrade_table(
         # read inside the attempt: an error here aborts it like a refusal (no orphan files)
         facts = [file_facts(location, a) for a in adds]
         problems = judge(
-            prof, p.planned.metadata, p.planned.protocol, p.rules_state(), facts, committed=False
+            prof,
+            p.planned.metadata,
+            p.planned.protocol,
+            p.rules_state(),
+            facts,
+            committed=False,
+            footers_required=True,
         )
         expected_rows = None if any(f.rows is None for f in p.rewrite) else p.rows
         if problems or (expected_rows is not None and rows != expected_rows):

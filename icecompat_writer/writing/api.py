@@ -378,7 +378,13 @@ class _Write:
         Read inside the attempt: an error here aborts it like a refusal (no orphan files)."""
         facts = [file_facts(self.location, a) for a in adds]
         problems = judge(
-            self.req.profile, planned.metadata, planned.protocol, previous, facts, committed=False
+            self.req.profile,
+            planned.metadata,
+            planned.protocol,
+            previous,
+            facts,
+            committed=False,
+            footers_required=True,
         )
         if problems:
             removed = t.abort()

@@ -299,3 +299,40 @@ def test_the_row_tracking_feature_refusal_is_worded_by_the_catalog() -> None:
     assert (v.rule, v.profile, v.observed) == (rule.id, "writer-v1", observed)
     assert v.message == rule.message.format(observed=observed, key="delta.enableRowTracking")
     assert v.fix == rule.fix.format(key="delta.enableRowTracking")
+
+
+@pytest.mark.parametrize("footer", [None, b"not a footer"], ids=["not-sent", "unreadable"])
+def test_a_new_file_whose_footer_nobody_read_is_refused(footer: bytes | None) -> None:
+    """An object-store commit whose new file came without a readable footer: the file rules cannot be
+    held to it, so the commit is refused (and the file deleted) rather than passed unjudged."""
+    schema = {"type": "struct", "fields": [SCHEMA["fields"][0]]}
+    planned = plan("writer-v3", Metadata(json.dumps(schema), (), {}))
+    add = {
+        "path": "a.parquet",
+        "partitionValues": {},
+        "size": 100,
+        "modificationTime": 0,
+        "dataChange": True,
+        "baseRowId": 0,
+        "defaultRowCommitVersion": 0,
+        "stats": json.dumps({"numRecords": 2}),
+    }
+    sent = {} if footer is None else {"a.parquet": {"footer": base64.b64encode(footer).decode()}}
+    res = service.handle(
+        {
+            "op": "check_commit",
+            "table": "s3a://bucket/t",
+            "version": 0,
+            "profile": "writer-v3",
+            "actions": [
+                json.dumps({"protocol": planned.protocol.to_json()}),
+                json.dumps({"metaData": planned.metadata.to_json()}),
+                json.dumps({"add": add}),
+            ],
+            "footers": sent,
+        }
+    )
+    assert res["ok"] is False
+    assert [v["rule"] for v in res["violations"]] == ["DELTA-WRITE-FOOTER-UNREAD"]
+    assert "a.parquet" in res["violations"][0]["message"]
+    assert res["delete"] == ["a.parquet"]
