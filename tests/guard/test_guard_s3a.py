@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 from icecompat_writer.errors import CompatViolation
 from icecompat_writer.jvm.bridge import translate_exception
 from tests.objectstores import S3Server
-from tests.support import expected_field_ids, unguarded_sql
+from tests.support import expected_field_ids, session_conf, unguarded_sql
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("s3a")]  # s3a: the session reaches the S3 server
 
@@ -133,15 +133,8 @@ def service_with_misleading_environment(guarded: SparkSession, tmp_path: Any) ->
     )
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
     assert os.access(wrapper, os.X_OK)
-    before = guarded.conf.get("spark.icecompat.python", None)
-    guarded.conf.set("spark.icecompat.python", str(wrapper))
-    try:
+    with session_conf(guarded, {"spark.icecompat.python": str(wrapper)}):
         yield guarded
-    finally:
-        if before is None:
-            guarded.conf.unset("spark.icecompat.python")
-        else:
-            guarded.conf.set("spark.icecompat.python", before)
 
 
 def test_a_profile_switch_on_s3a_that_the_files_do_not_meet_is_refused_with_the_rule(

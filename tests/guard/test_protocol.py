@@ -22,6 +22,7 @@ import pytest
 from icecompat_writer.errors import RuleServiceMismatch
 from icecompat_writer.jvm import protocol, service
 from icecompat_writer.jvm.bridge import translate_exception
+from tests.support import session_conf
 
 _JAVA = Path(__file__).resolve().parents[2] / "jvm_shim/src/main/java/io/icecompat/shim/guard"
 
@@ -149,15 +150,8 @@ def service_of_another_version(guarded: Any, tmp_path: Path) -> Iterator[Any]:
         f'protocol.PROTOCOL_VERSION = {protocol.PROTOCOL_VERSION + 1}; sys.exit(service.main())"\n'
     )
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
-    before = guarded.conf.get("spark.icecompat.python", None)
-    guarded.conf.set("spark.icecompat.python", str(wrapper))
-    try:
+    with session_conf(guarded, {"spark.icecompat.python": str(wrapper)}):
         yield guarded
-    finally:
-        if before is None:
-            guarded.conf.unset("spark.icecompat.python")
-        else:
-            guarded.conf.set("spark.icecompat.python", before)
 
 
 @pytest.mark.spark

@@ -18,6 +18,8 @@ import pyarrow as pa
 import pytest
 from pyiceberg.table import StaticTable
 
+from icecompat_writer.jvm.bridge import guard_iceberg_syncs
+
 
 def latest_metadata(root: Path) -> Path:
     """The metadata file ``version-hint.text`` points at."""
@@ -130,7 +132,6 @@ def catalogs_configured(spark: Any, work: Path, exports: dict[str, str]) -> Iter
     the guard's rule service: ``spark.icecompat.python`` names a wrapper that exports them (a different
     executable, so the guard starts a new service); everything is restored on exit."""
     from icecompat_writer import storage
-    from icecompat_writer.jvm.bridge import guard_iceberg_syncs
 
     key = "spark.icecompat.python"
     script = python_with_env(work / "python-with-catalogs", exports)
@@ -186,3 +187,15 @@ def guarded_walk(spark: Any, table_sql: str, root: str, work: Path) -> list[tupl
         ("DELETE", lambda: spark.sql(f"DELETE FROM {t} WHERE id = 2")),
         ("stream", lambda: stream_once(spark, root, work)),
     ]
+
+
+def assert_synced(spark: Any, done: Any, version: int, what: str, table: str) -> None:
+    """The walk's step ``version`` reached Iceberg: the first (compat_write) registered the table in
+    the catalog itself; every later one (a guarded write) was synced once, without error, by the
+    guard's rule service (drained from the session's record of syncs)."""
+    if version == 0:
+        assert done.iceberg is not None and done.iceberg.error is None, done.iceberg
+        assert done.iceberg.catalog is not None and done.iceberg.catalog.action == "registered"
+        return
+    synced = [s for s in guard_iceberg_syncs(spark, drain=True) if table in s["table"]]
+    assert [(s["version"], s.get("error")) for s in synced] == [(version, None)], what

@@ -34,7 +34,7 @@ from icecompat_writer.writing.api import compat_write
 from tests.catalogservers import RestCatalogServer, iceberg_java_read
 from tests.objectstores import S3Server
 
-from ._support import catalogs_configured, guarded_walk, normalise, spark_rows
+from ._support import assert_synced, catalogs_configured, guarded_walk, normalise, spark_rows
 
 SYNC = {"delta.universalFormat.enabledFormats": "iceberg"}
 
@@ -136,13 +136,7 @@ def test_an_s3_table_is_kept_current_in_glue_sqlite_and_rest(
     ]
     guard_iceberg_syncs(spark, drain=True)
     for version, (what, step) in enumerate(steps):
-        done = step()
-        if version == 0:
-            assert done.iceberg is not None and done.iceberg.error is None, done.iceberg
-            assert done.iceberg.catalog is not None and done.iceberg.catalog.action == "registered"
-        else:
-            synced = [s for s in guard_iceberg_syncs(spark, drain=True) if s["table"] == root]
-            assert [(s["version"], s.get("error")) for s in synced] == [(version, None)], what
+        assert_synced(spark, step(), version, what, root)
         for name in ("local", "rest"):
             assert icecompat_main(["iceberg", root, "--catalog", name, "--identifier", ident]) == 0, what
             out = capsys.readouterr().out

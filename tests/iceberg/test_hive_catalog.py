@@ -25,11 +25,10 @@ from pyspark.sql import SparkSession
 from icecompat_writer.cli.main import main as icecompat_main
 from icecompat_writer.iceberg import PROP_DELTA_VERSION
 from icecompat_writer.iceberg.catalogs import CatalogError, _swap_hive_pointer, load_catalog_for, sync_catalog
-from icecompat_writer.jvm.bridge import guard_iceberg_syncs
 from icecompat_writer.writing.api import compat_write
 from tests.catalogservers import HiveMetastore
 
-from ._support import catalogs_configured, guarded_walk, normalise, spark_rows
+from ._support import assert_synced, catalogs_configured, guarded_walk, normalise, spark_rows
 
 SYNC = {"delta.universalFormat.enabledFormats": "iceberg"}
 IDENT = "lake.orders"
@@ -72,13 +71,7 @@ def test_a_table_is_kept_current_in_a_hive_metastore(
     ]
     pointers: list[str] = []
     for version, (what, step) in enumerate(steps):
-        done = step()
-        if version == 0:
-            assert done.iceberg is not None and done.iceberg.error is None, done.iceberg
-            assert done.iceberg.catalog is not None and done.iceberg.catalog.action == "registered"
-        else:
-            synced = [s for s in guard_iceberg_syncs(spark, drain=True) if str(root) in s["table"]]
-            assert [(s["version"], s.get("error")) for s in synced] == [(version, None)], what
+        assert_synced(spark, step(), version, what, str(root))
         cli = ["iceberg", str(root), "--catalog", "hms", "--identifier", CLI_IDENT]
         assert icecompat_main(cli) == 0, what
         out = capsys.readouterr().out
