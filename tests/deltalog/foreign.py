@@ -19,6 +19,35 @@ from tests import support
 from tests.iceberg._support import duckdb_rows, latest_metadata, normalise, spark_rows, static_table
 
 PROFILES = ("v3", "writer-v1", "writer-v3")
+WRITER_PROFILES = ("writer-v1", "writer-v3")
+
+
+def dry_run_or_refusal(
+    spark: Any, source: Path, work: Path, profile: str, refused: frozenset[str] | None
+) -> None:
+    """The cheap half of a corpus case: the Spark-free dry run of upgrading ``source`` to ``profile``.
+
+    ``refused``: the dry run refuses with exactly these rules, and so does the real upgrade of a copy
+    (``work``), which leaves the copy byte-identical. None: the dry run plans a commit (for the writer
+    profiles a new table state: every live file rewritten) and writes nothing. That such a plan then
+    commits, checks compliant and reads back the same rows is what :func:`upgrade_and_read` proves on
+    a subset of the tables.
+    """
+    before = support.tree_digest(source)
+    if refused is not None:
+        with pytest.raises(CompatViolation) as info:
+            upgrade_table(None, source, profile, dry_run=True)
+        assert type(info.value) is CompatViolation
+        assert set(info.value.rules) == refused, info.value
+        assert support.tree_digest(source) == before
+        upgrade_and_read(spark, source, work, profile, refused)
+        return
+    result = upgrade_table(None, source, profile, dry_run=True)
+    assert result.dry_run and result.needed and not result.committed
+    if profile in WRITER_PROFILES:
+        assert result.new_table_state
+        assert len(result.rewritten) == result.files_total > 0
+    assert support.tree_digest(source) == before, "a dry run writes nothing"
 
 
 def upgrade_and_read(

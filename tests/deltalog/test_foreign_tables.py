@@ -6,7 +6,9 @@ V2 with sidecars and a JSON or Parquet top-level file), with in-commit timestamp
 compaction file built by hand (delta-spark 4.4 writes none); and delta-rs tables with its own log and
 checkpoint writer. For each: what the reader counts equals what delta-spark reports, the checker
 never calls a file stats-less, and upgrade -> check -> Iceberg metadata -> pyiceberg gives the rows
-delta-spark reads. Every table is built once for the module.
+delta-spark reads. Under the writer profiles every table is planned by a Spark-free dry run, every
+refusal is also run for real (the same rules, the table byte-identical), and a sample of the tables the
+profiles accept runs end to end. Every table is built once for the module.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import pytest
 from icecompat_writer.checking.check import check_table
 from icecompat_writer.deltalog import FindingCode, read_snapshot
 from tests import support
-from tests.deltalog.foreign import upgrade_and_read
+from tests.deltalog.foreign import WRITER_PROFILES, dry_run_or_refusal, upgrade_and_read
 from tests.iceberg.test_sync import catalogs  # noqa: F401  (the REST catalog server fixture)
 from tests.support import session_conf
 
@@ -78,8 +80,7 @@ SQL_TABLES: dict[str, tuple[str, ...]] = {
         "INSERT INTO {t} VALUES (1, 'a'), (2, 'b'), (3, 'a')",
     ),
     "widened_numbers": (
-        CREATE + "(id BIGINT, i INT, f FLOAT) USING delta "
-        "TBLPROPERTIES ('delta.enableTypeWidening'='true')",
+        CREATE + "(id BIGINT, i INT, f FLOAT) USING delta TBLPROPERTIES ('delta.enableTypeWidening'='true')",
         "INSERT INTO {t} VALUES (1, 1, 1.5)",
         "ALTER TABLE {t} CHANGE COLUMN i TYPE BIGINT",
         "ALTER TABLE {t} CHANGE COLUMN f TYPE DOUBLE",
@@ -239,9 +240,7 @@ def commit_stats(root: Path) -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.parametrize("name", [*SPARK_TABLES, *RS_TABLES])
-def test_reader_and_checker_count_what_delta_spark_counts(
-    spark: Any, tables: Tables, name: str
-) -> None:
+def test_reader_and_checker_count_what_delta_spark_counts(spark: Any, tables: Tables, name: str) -> None:
     root = tables[name]
     snap = read_snapshot(root)
     keeps = SPARK_TABLES[name][3] if name in SPARK_TABLES else "json"
@@ -265,13 +264,44 @@ def test_reader_and_checker_count_what_delta_spark_counts(
 
 
 # (table, profile) -> the rules its upgrade is refused with; every other pair upgrades and converts.
-REFUSED: dict[tuple[str, str], frozenset[str]] = {}
+# Under `v3` every table converts. The writer profiles refuse what IcebergWriterCompatV1 disallows and
+# Delta cannot drop in a commit (identity, generated and CHECK columns, byte/short), writer-v1 also row
+# tracking and deletion vectors; every other table converts under them as a new table state.
+REFUSED: dict[tuple[str, str], frozenset[str]] = {
+    **{
+        (name, profile): frozenset({rule})
+        for name, rule in (
+            ("identity", "IWC1-NO-IDENTITY-COLUMNS"),
+            ("generated", "IWC1-NO-GENERATED-COLUMNS"),
+            ("check_constraint", "IWC1-NO-CHECK-CONSTRAINTS"),
+            ("small_int_partitions", "IWC1-NO-BYTE-SHORT"),
+        )
+        for profile in WRITER_PROFILES
+    },
+    ("row_tracking", "writer-v1"): frozenset({"IWC1-NO-ROW-TRACKING"}),
+    ("deletion_vectors", "writer-v1"): frozenset({"ICV2-NO-DELETION-VECTORS", "IWC1-FEATURE-ALLOWLIST"}),
+}
 # One table per writer is also read through DuckDB and the REST catalog.
 READ_EVERYWHERE = {("typed_partitions", "v3"), ("rs_partitioned", "v3")}
+ALL_TABLES = (*SPARK_TABLES, *RS_TABLES, *SQL_TABLES)
+
+# The (table, profile) pairs run end to end: every table under `v3`; under the writer profiles a
+# delta-rs table, a partitioned delta-spark 4.4 table and one with deletion vectors (the rest of the
+# writer-profile pairs are planned by test_writer_profiles_plan_or_refuse, the refusals committed).
+WRITER_CASES = [
+    ("rs_partitioned", "writer-v3"),
+    ("typed_partitions", "writer-v1"),
+    ("deletion_vectors", "writer-v3"),
+]
+CASES = [*((name, "v3") for name in ALL_TABLES), *WRITER_CASES]
 
 
-# The (table, profile) pairs run end to end. The writer profiles are not run on this corpus yet.
-CASES = [(name, profile) for name in (*SPARK_TABLES, *RS_TABLES, *SQL_TABLES) for profile in ("v3",)]
+@pytest.mark.parametrize("profile", WRITER_PROFILES)
+@pytest.mark.parametrize("name", ALL_TABLES)
+def test_writer_profiles_plan_or_refuse(
+    spark: Any, tables: Tables, name: str, profile: str, tmp_path: Path
+) -> None:
+    dry_run_or_refusal(spark, tables[name], tmp_path / name, profile, REFUSED.get((name, profile)))
 
 
 @pytest.mark.parametrize(("name", "profile"), CASES)

@@ -1,5 +1,6 @@
 """Tables an older Delta writer made (pyspark 3.5 with delta-spark 3.3, Scala 2.12): upgraded under
-every profile, checked, converted and read as Iceberg, or refused with rule ids and left untouched.
+every profile, checked, converted and read as Iceberg, or refused with rule ids and left untouched
+(the writer profiles: every table planned by a dry run, one upgraded end to end).
 
 The older writer runs in its own virtual environment and JVM (``older_delta/env.sh`` builds it once
 under .cache/older-delta; ``older_delta/write_tables.py`` writes the tables), never in this process.
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 from icecompat_writer.deltalog import read_snapshot
-from tests.deltalog.foreign import upgrade_and_read
+from tests.deltalog.foreign import WRITER_PROFILES, dry_run_or_refusal, upgrade_and_read
 from tests.iceberg.test_sync import catalogs  # noqa: F401  (the REST catalog server fixture)
 
 pytestmark = pytest.mark.spark
@@ -24,7 +25,10 @@ HERE = Path(__file__).resolve().parent / "older_delta"
 REPO = HERE.parents[2]
 TABLES = ("older_plain", "older_typed_partitions", "older_mapped_dv", "older_compat_v2")
 # (table, profile) -> the rules its upgrade is refused with; every other pair upgrades and converts.
-REFUSED: dict[tuple[str, str], frozenset[str]] = {}
+# Under `v3` every table converts; writer-v1 refuses deletion vectors (on, and held by files).
+REFUSED: dict[tuple[str, str], frozenset[str]] = {
+    ("older_mapped_dv", "writer-v1"): frozenset({"ICV2-NO-DELETION-VECTORS", "IWC1-FEATURE-ALLOWLIST"}),
+}
 READ_EVERYWHERE = {("older_plain", "v3")}
 
 
@@ -60,8 +64,19 @@ def test_the_reader_sees_what_the_older_writer_wrote(
         assert sum(a.num_records or 0 for a in snap.add_files) == written[name]["rows"]
 
 
-@pytest.mark.parametrize("profile", ["v3"])  # the writer profiles are not run on these tables yet
+@pytest.mark.parametrize("profile", WRITER_PROFILES)
 @pytest.mark.parametrize("name", TABLES)
+def test_writer_profiles_plan_or_refuse(
+    spark: Any, older: tuple[Path, dict[str, Any]], name: str, profile: str, tmp_path: Path
+) -> None:
+    dry_run_or_refusal(spark, older[0] / name, tmp_path / name, profile, REFUSED.get((name, profile)))
+
+
+# Every table under `v3`; under the writer profiles one table end to end (the rest are planned above).
+CASES = [*((name, "v3") for name in TABLES), ("older_plain", "writer-v1")]
+
+
+@pytest.mark.parametrize(("name", "profile"), CASES)
 def test_upgrade_check_iceberg_read(
     spark: Any,
     older: tuple[Path, dict[str, Any]],
