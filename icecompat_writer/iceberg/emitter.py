@@ -218,9 +218,9 @@ def _first_conversion(root: Location, latest: int, format_version: int | None, i
     table = IcebergTable.fresh(root, fv, state.metadata, io)
     table.checked_inside = verified.inside
     first_commit = _delta.load_commit(root, start)
-    table.set_delta_state(state.protocol, state.metadata, start)
-    created_dir = io.make_directory(table.meta_dir)
-    with Transaction(table, None, created_dir=created_dir) as tx:
+    with Transaction(table, None) as tx:
+        tx.set_delta_state(state.protocol, state.metadata, start)
+        tx.make_directory()
         tx.apply(_produce(table, first_commit, (), list(state.adds.values()), True, new_paths=True))
         _convert_commits(tx, _delta.iter_commits(root, start + 1, latest), state.protocol, state.metadata)
         write_record(table.metadata, verified)
@@ -251,9 +251,9 @@ def _incremental_conversion(
         base_protocol, base_metadata = verified.protocol, verified.metadata
     table = IcebergTable(root, meta, base_metadata.id, io)
     table.checked_inside = verified.inside
-    table.set_delta_state(base_protocol, base_metadata, last)
-    table.resume()
     with Transaction(table, previous) as tx:
+        tx.set_delta_state(base_protocol, base_metadata, last)
+        table.resume()
         _convert_commits(tx, commits, base_protocol, base_metadata, new_paths=verified.new_paths)
         write_record(table.metadata, verified)
         number, path = tx.commit()
@@ -334,7 +334,7 @@ def _convert_commits(
             elif kind == "metaData":
                 metadata, changed = Metadata.from_json(obj), True
         if changed:
-            table.set_delta_state(protocol, metadata, commit.version)
+            tx.set_delta_state(protocol, metadata, commit.version)
         adds: dict[str, dict[str, Any]] = {}
         for obj in commit.of_kind("add"):
             adds[str(obj["path"])] = obj

@@ -1,8 +1,9 @@
 """The Iceberg table metadata document (``v<N>.metadata.json``) as typed values, format v2 and v3.
 
 Read with :meth:`TableMetadata.from_json`, changed through its methods or by applying update records
-(:class:`AddSnapshot`, :class:`SetSnapshotRef`, :class:`SetProperties`, in pyiceberg's manner: a snapshot
-producer returns them, one transaction applies them, :meth:`TableMetadata.apply`), written with
+(:class:`AddSchema`, :class:`AddPartitionSpec`, :class:`AddSnapshot`, :class:`SetSnapshotRef`,
+:class:`SetProperties`, ... in pyiceberg's manner: the table and its snapshot producers return them,
+one transaction applies them, :meth:`TableMetadata.apply`), written with
 :meth:`TableMetadata.to_json`. Field names follow the spec's "Table Metadata Fields" (``schemas``,
 ``partition-specs``, ``snapshots``, ``snapshot-log``, ``metadata-log``, ``refs``, ``properties``,
 ``next-row-id`` for v3). Keys this model does not know are kept and written back unchanged, so a
@@ -25,11 +26,16 @@ __all__ = [
     "PROP_DELTA_VERSION",
     "PROP_NAME_MAPPING",
     "VERSION_HINT",
+    "AddPartitionSpec",
+    "AddSchema",
     "AddSnapshot",
     "MetadataLogEntry",
     "MetadataUpdate",
     "PartitionSpec",
+    "RaiseLastColumnId",
     "Schema",
+    "SetCurrentSchema",
+    "SetDefaultSpec",
     "SetProperties",
     "SetSnapshotRef",
     "Snapshot",
@@ -394,6 +400,52 @@ class TableMetadata:
 
 
 @dataclass(frozen=True)
+class AddSchema:
+    """A new schema (JSON form); it gets the next schema id, one above the highest recorded."""
+
+    schema_json: Mapping[str, Any]
+
+    def apply_to(self, meta: TableMetadata) -> None:
+        meta.add_schema(self.schema_json)
+
+
+@dataclass(frozen=True)
+class SetCurrentSchema:
+    schema_id: int
+
+    def apply_to(self, meta: TableMetadata) -> None:
+        meta.current_schema_id = self.schema_id
+
+
+@dataclass(frozen=True)
+class AddPartitionSpec:
+    """A new partition spec; it gets the next spec id, and ``last-partition-id`` covers its fields."""
+
+    fields: tuple[SpecField, ...]
+
+    def apply_to(self, meta: TableMetadata) -> None:
+        meta.add_spec(self.fields)
+
+
+@dataclass(frozen=True)
+class SetDefaultSpec:
+    spec_id: int
+
+    def apply_to(self, meta: TableMetadata) -> None:
+        meta.default_spec_id = self.spec_id
+
+
+@dataclass(frozen=True)
+class RaiseLastColumnId:
+    """``last-column-id`` becomes at least ``column_id`` (it never goes down: ids are not reused)."""
+
+    column_id: int
+
+    def apply_to(self, meta: TableMetadata) -> None:
+        meta.last_column_id = max(meta.last_column_id, self.column_id)
+
+
+@dataclass(frozen=True)
 class AddSnapshot:
     """A new snapshot: recorded, the last sequence number and (v3) the next row id advanced past it."""
 
@@ -438,5 +490,14 @@ class SetProperties:
             meta.properties[key] = value
 
 
-MetadataUpdate = AddSnapshot | SetSnapshotRef | SetProperties
+MetadataUpdate = (
+    AddSchema
+    | SetCurrentSchema
+    | AddPartitionSpec
+    | SetDefaultSpec
+    | RaiseLastColumnId
+    | AddSnapshot
+    | SetSnapshotRef
+    | SetProperties
+)
 """One change to the table metadata, as a record that says what it does before it is done."""

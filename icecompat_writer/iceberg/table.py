@@ -38,6 +38,12 @@ from .metadata import (
     PROP_DELTA_TABLE_ID,
     PROP_DELTA_VERSION,
     PROP_NAME_MAPPING,
+    AddPartitionSpec,
+    AddSchema,
+    MetadataUpdate,
+    RaiseLastColumnId,
+    SetCurrentSchema,
+    SetDefaultSpec,
     SetProperties,
     SpecField,
     TableMetadata,
@@ -134,14 +140,20 @@ class IcebergTable:
             table_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"delta:{metadata.id}"))
         return cls(root, TableMetadata.new(format_version, table_uuid, uri(root)), metadata.id, io)
 
-    def set_delta_state(self, protocol: Protocol, metadata: Metadata, version: int) -> None:
-        """Adopt the Delta protocol/metadata in force at ``version``; refuses a non-convertible one."""
+    def delta_state_updates(
+        self, protocol: Protocol, metadata: Metadata, version: int
+    ) -> tuple[MetadataUpdate, ...]:
+        """Take the Delta protocol/metadata in force at ``version`` as the state new files are converted
+        under, and return the metadata updates that record it (schema, partition spec, last column id,
+        name mapping), to be applied before anything else is asked of the table; refuses a
+        non-convertible one."""
         converted, violations = table_violations(protocol, metadata, self.fv)
         refuse(violations, refusal_context(version, metadata))
         assert converted is not None  # no violation means the schema was converted
         self.protocol, self.delta_metadata, self.schema = protocol, metadata, converted
-        self.schema_id = self._schema_id_for(converted)
-        self.spec_id = self._spec_id_for(metadata.partition_columns, converted)
+        updates: list[MetadataUpdate] = []
+        self.schema_id = self._schema_id_for(converted, updates)
+        self.spec_id = self._spec_id_for(metadata.partition_columns, converted, updates)
         try:
             self.string_prefix = int(
                 metadata.configuration.get(
@@ -150,24 +162,34 @@ class IcebergTable:
             )
         except ValueError:
             self.string_prefix = DEFAULT_STRING_PREFIX_LENGTH
-        meta = self.metadata
-        meta.current_schema_id = self.schema_id
-        meta.default_spec_id = self.spec_id
         try:
             max_column_id = int(metadata.configuration.get("delta.columnMapping.maxColumnId", 0))
         except ValueError:
             max_column_id = 0
-        meta.last_column_id = max(meta.last_column_id, converted.max_id, max_column_id)
-        meta.properties[PROP_NAME_MAPPING] = json.dumps(converted.name_mapping, separators=(",", ":"))
+        name_mapping = json.dumps(converted.name_mapping, separators=(",", ":"))
+        updates += [
+            SetCurrentSchema(self.schema_id),
+            SetDefaultSpec(self.spec_id),
+            RaiseLastColumnId(max(converted.max_id, max_column_id)),
+            SetProperties(((PROP_NAME_MAPPING, name_mapping),)),
+        ]
+        return tuple(updates)
 
-    def _schema_id_for(self, converted: ConvertedSchema) -> int:
+    def set_delta_state(self, protocol: Protocol, metadata: Metadata, version: int) -> None:
+        """:meth:`delta_state_updates`, applied at once (a table opened outside a transaction)."""
+        self.metadata.apply(self.delta_state_updates(protocol, metadata, version))
+
+    def _schema_id_for(self, converted: ConvertedSchema, updates: list[MetadataUpdate]) -> int:
         for s in self.metadata.schemas:
             if converted.same_as(s.json):
                 return s.schema_id
         new_id = max((s.schema_id for s in self.metadata.schemas), default=-1) + 1
-        return self.metadata.add_schema(converted.to_json(new_id))
+        updates.append(AddSchema(converted.to_json(new_id)))
+        return new_id
 
-    def _spec_id_for(self, partition_columns: Sequence[str], converted: ConvertedSchema) -> int:
+    def _spec_id_for(
+        self, partition_columns: Sequence[str], converted: ConvertedSchema, updates: list[MetadataUpdate]
+    ) -> int:
         wanted = [(converted.top[name].field_id, name) for name in partition_columns]
         specs = self.metadata.partition_specs
         for spec in specs:
@@ -189,8 +211,8 @@ class IcebergTable:
                 last += 1
                 fid = last
             fields.append(SpecField(name, "identity", source_id, fid))
-        self.metadata.last_partition_id = max(last, self.metadata.last_partition_id)
-        return self.metadata.add_spec(tuple(fields))
+        updates.append(AddPartitionSpec(tuple(fields)))  # last-partition-id rises to its new field ids
+        return max((s.spec_id for s in specs), default=-1) + 1
 
     def partition_fields(self, spec_id: int) -> list[PartitionField]:
         """The spec's fields with result types from the current schema (types may have been widened)."""

@@ -22,6 +22,7 @@ import json
 import time
 from types import TracebackType
 
+from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import ConcurrentWriteError
 from icecompat_writer.storage import Location
 
@@ -36,16 +37,13 @@ __all__ = ["Transaction"]
 class Transaction:
     """The changes of one run to ``table`` on top of ``previous`` (the current metadata file, if any).
 
-    ``created_dir``: the run made ``metadata/`` (an abort removes it again when it is empty). Used as
-    a context manager, an exception leaving the block before :meth:`commit` aborts the run.
+    Used as a context manager, an exception leaving the block before :meth:`commit` aborts the run.
     """
 
-    def __init__(
-        self, table: IcebergTable, previous: tuple[int, Location] | None, *, created_dir: bool = False
-    ) -> None:
+    def __init__(self, table: IcebergTable, previous: tuple[int, Location] | None) -> None:
         self.table = table
         self.previous = previous
-        self.created_dir = created_dir
+        self.created_dir = False  # this run made ``metadata/``: an abort removes it when empty
         self.committed: tuple[int, Location] | None = None
 
     def __enter__(self) -> Transaction:
@@ -60,14 +58,28 @@ class Transaction:
         if exc_type is not None and self.committed is None:
             self.abort()
 
+    def make_directory(self) -> None:
+        """Make ``metadata/`` where the store has directories (kept in mind for an abort)."""
+        self._check_open()
+        self.created_dir = self.table.io.make_directory(self.table.meta_dir) or self.created_dir
+
+    def set_delta_state(self, protocol: Protocol, metadata: Metadata, version: int) -> None:
+        """Convert from here on under the Delta protocol/metadata in force at ``version``: its schema,
+        partition spec and name mapping recorded in the table metadata."""
+        self._check_open()
+        self.table.metadata.apply(self.table.delta_state_updates(protocol, metadata, version))
+
     def apply(self, changes: SnapshotChanges) -> None:
         """Make one producer's snapshot current in the table held in memory."""
-        if self.committed is not None:
-            raise ValueError("the transaction is committed: start another for more changes")
+        self._check_open()
         table = self.table
         table.metadata.apply(changes.updates)
         table.files = changes.files
         table.new_snapshots.append(changes.info)
+
+    def _check_open(self) -> None:
+        if self.committed is not None:
+            raise ValueError("the transaction is committed: start another for more changes")
 
     def commit(self) -> tuple[int, Location]:
         """Write ``v<N+1>.metadata.json`` (create-if-absent: the commit point), then the version hint.

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from icecompat_writer.deltalog import read_snapshot
+from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import ConcurrentWriteError
 from icecompat_writer.iceberg import write_iceberg_metadata
 from icecompat_writer.iceberg.avro import data_file_record, read_avro
@@ -278,3 +279,30 @@ def test_a_lost_race_aborts_and_removes_every_file_the_attempt_wrote(tmp_path: P
             tx.apply(changes)
             tx.commit()
     assert _listing(tmp_path) == {**before, "v2.metadata.json": b"{}"}
+
+
+def test_the_delta_state_is_recorded_through_updates_returned_first(tmp_path: Path) -> None:
+    delta_meta = Metadata.from_json(ts._metadata(ts._mapped(ts.PLAIN_SCHEMA), ts.COMPAT)["metaData"])
+    protocol = Protocol.from_json(ts.PROTOCOL_V7["protocol"])
+    table = IcebergTable.fresh(tmp_path, 2, delta_meta)
+    before = table.metadata.to_json()
+    updates = table.delta_state_updates(protocol, delta_meta, 0)
+    assert table.metadata.to_json() == before  # nothing recorded until the updates are applied
+    assert [type(u).__name__ for u in updates] == [
+        "AddSchema",
+        "AddPartitionSpec",
+        "SetCurrentSchema",
+        "SetDefaultSpec",
+        "RaiseLastColumnId",
+        "SetProperties",
+    ]
+    table.metadata.apply(updates)
+    meta = table.metadata
+    assert (meta.current_schema_id, table.schema_id, meta.default_spec_id, table.spec_id) == (0, 0, 0, 0)
+    assert [f["name"] for f in meta.schema(0).json["fields"]] == ["id", "v"] and meta.last_column_id == 2
+    assert json.loads(meta.properties["schema.name-mapping.default"])[0]["names"] == ["id"]
+    # The same Delta state again: nothing new to add, the existing schema and spec are reused.
+    again = table.delta_state_updates(protocol, delta_meta, 1)
+    assert [type(u).__name__ for u in again][:2] == ["SetCurrentSchema", "SetDefaultSpec"]
+    table.metadata.apply(again)
+    assert (len(meta.schemas), len(meta.partition_specs)) == (1, 1)
