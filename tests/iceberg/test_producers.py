@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pyiceberg.table import StaticTable
 
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
@@ -306,3 +307,25 @@ def test_the_delta_state_is_recorded_through_updates_returned_first(tmp_path: Pa
     assert [type(u).__name__ for u in again][:2] == ["SetCurrentSchema", "SetDefaultSpec"]
     table.metadata.apply(again)
     assert (len(meta.schemas), len(meta.partition_specs)) == (1, 1)
+
+
+def test_a_failure_after_the_commit_point_removes_nothing(tmp_path: Path) -> None:
+    _table(tmp_path)
+    table, previous = _open(tmp_path)
+    hint = tmp_path / "metadata" / "version-hint.text"
+    hint.unlink()
+    hint.mkdir()  # the version hint cannot be written: the failure comes after the metadata file
+    producer = Delete(table, delta_version=1, timestamp_ms=1_700_000_001_000, delta_operation="DELETE")
+    changes = producer.remove_files([f"file://{tmp_path}/b.parquet"]).produce()
+    with pytest.raises(IsADirectoryError):
+        with Transaction(table, previous) as tx:
+            tx.apply(changes)
+            tx.commit()
+    committed = tmp_path / "metadata" / "v2.metadata.json"
+    assert tx.committed == (2, committed) and all(p.is_file() for p in changes.written)
+    with pytest.raises(ValueError, match="cannot be aborted"):
+        tx.abort()
+    hint.rmdir()
+    # The committed metadata is whole: a reader finds every file it references.
+    table_read = StaticTable.from_metadata(str(committed))
+    assert sorted(r["id"] for r in table_read.scan().to_arrow().to_pylist()) == [1, 2, 3, 4]
