@@ -8,17 +8,17 @@ readers look records up by name. Encoding is fastavro's; nothing here writes Avr
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from io import BytesIO
 from typing import Any, NotRequired, TypedDict, cast
 
 import fastavro
 
 from icecompat_writer import storage
 from icecompat_writer.schema import iceberg_decimal_params
-from icecompat_writer.storage import Location
+from icecompat_writer.storage import FileIO, Location
 
 __all__ = [
     "CODEC",
@@ -343,14 +343,19 @@ def deletion_vector_record(
 
 
 def _write(
-    path: Location, schema: dict[str, Any], records: Iterable[Mapping[str, Any]], meta: Mapping[str, str]
+    path: Location,
+    schema: dict[str, Any],
+    records: Iterable[Mapping[str, Any]],
+    meta: Mapping[str, str],
+    io: FileIO | None,
 ) -> int:
     """Write an Avro file (schema ids kept as attributes) and return its length in bytes."""
     parsed = fastavro.parse_schema(schema)
-    buf = io.BytesIO()
+    buf = BytesIO()
     fastavro.writer(buf, parsed, list(records), metadata=dict(meta), codec=CODEC)
     data = buf.getvalue()
-    if not storage.create_if_absent(path, data):  # names carry a run id: an existing one is a bug
+    # Names carry a run id: an existing file is a bug, never overwritten.
+    if not (io or storage.DEFAULT_IO).new_output(path).create(data):
         raise FileExistsError(17, f"{path} exists", str(path))
     return len(data)
 
@@ -365,6 +370,7 @@ def write_manifest(
     schema_json: Mapping[str, Any],
     format_version: int,
     content: str = "data",
+    io: FileIO | None = None,
 ) -> int:
     """Write one manifest (``content`` ``data`` or ``deletes``); the key/value metadata is what spec
     "Manifests" requires for v2/v3."""
@@ -385,7 +391,7 @@ def write_manifest(
             df.pop("content_offset", None)
             df.pop("content_size_in_bytes", None)
         records.append({**e, "data_file": df})
-    return _write(path, schema, records, meta)
+    return _write(path, schema, records, meta, io)
 
 
 def write_manifest_list(
@@ -397,6 +403,7 @@ def write_manifest_list(
     sequence_number: int,
     format_version: int,
     first_row_id: int | None = None,
+    io: FileIO | None = None,
 ) -> int:
     """Write a snapshot's manifest list."""
     meta = {
@@ -413,11 +420,12 @@ def write_manifest_list(
         if format_version < 3:
             rec.pop("first_row_id", None)
         records.append(rec)
-    return _write(path, manifest_file_schema(format_version), records, meta)
+    return _write(path, manifest_file_schema(format_version), records, meta, io)
 
 
-def read_avro(path: Location) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """All records of an Avro file and its key/value metadata (logical types converted by fastavro)."""
-    reader = fastavro.reader(io.BytesIO(storage.read_bytes(path)))
+def read_avro(path: Location, io: FileIO | None = None) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """All records of an Avro file and its key/value metadata (logical types converted by fastavro);
+    ``io``: the store settings to read with (None: the storage layer's default)."""
+    reader = fastavro.reader(BytesIO((io or storage.DEFAULT_IO).new_input(path).read()))
     meta = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in reader.metadata.items()}
     return [dict(cast(Mapping[str, Any], r)) for r in reader], meta

@@ -27,7 +27,6 @@ from .table import IcebergTable, NewFile, refuse
 __all__ = ["deletion_vector_files"]
 
 
-
 def deletion_vector_files(table: IcebergTable, files: Sequence[NewFile], version: int) -> list[DeleteFile]:
     """The deletion vectors of ``files`` (one commit's new data files) as delete files, their bytes
     written into one new Puffin file; none when no file has a DV. Refuses the commit, naming every data

@@ -11,11 +11,20 @@ Conversion is incremental: the metadata records the last converted Delta version
 only what the new commits add. Nothing under the table root other than ``metadata/`` is written, and no
 data file is touched.
 
-Layout of the package: :mod:`.metadata` (typed table metadata), :mod:`.table` (the table being brought
-up to date, Delta adds to ``data_file`` records), :mod:`.producers` (one snapshot producer per commit
-kind, and the place delete files enter), :mod:`.deletes` (Delta deletion vectors as Iceberg v3 deletion
-vectors in Puffin files, :mod:`.puffin`), :mod:`.manifests` (manifests, manifest lists, live files),
-:mod:`.verification` (the gate and its record), :mod:`.locations` (URIs and root confinement).
+A run is a few named steps: find the current metadata file (:func:`_current_metadata`); for a first
+run, find where conversion starts (:func:`_first_version`), else adopt the existing metadata
+(:func:`_adopt`) and verify what the new commits add; then, in one :class:`.transaction.Transaction`,
+produce each Delta version's snapshot (:func:`_produce`) and apply it, and commit the next metadata file.
+Every file under ``metadata/`` is listed, read, written and deleted through one
+:class:`~icecompat_writer.storage.FileIO` (the ``io`` argument).
+
+Layout of the package: :mod:`.metadata` (typed table metadata and its update records), :mod:`.table`
+(the table being brought up to date, Delta adds to ``data_file`` records), :mod:`.producers` (one
+snapshot producer per commit kind, returning its changes, and the place delete files enter),
+:mod:`.transaction` (changes applied in order, one commit or an abort), :mod:`.deletes` (Delta
+deletion vectors as Iceberg v3 deletion vectors in Puffin files, :mod:`.puffin`), :mod:`.manifests`
+(manifests, manifest lists, live files), :mod:`.verification` (the gate and its record),
+:mod:`.locations` (URIs and root confinement).
 """
 
 from __future__ import annotations
@@ -24,15 +33,15 @@ import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from icecompat_writer import storage
+from icecompat_writer.deltalog import Snapshot as DeltaSnapshot
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.paths import table_root_path
 from icecompat_writer.errors import CompatViolation, TableReadError, Violation
-from icecompat_writer.storage import Location
+from icecompat_writer.storage import FileIO, Location
 
 from . import _delta
 from .checks import default_format_version, table_violations
@@ -46,9 +55,10 @@ from .metadata import (
     VERSION_HINT,
     TableMetadata,
 )
-from .producers import producer_for
+from .producers import SnapshotChanges, producer_for
 from .schema import violation
 from .table import IcebergTable, SnapshotInfo, refusal_context, refuse
+from .transaction import Transaction
 from .verification import Verified, verify_full, verify_since, write_record
 
 __all__ = [
@@ -101,10 +111,10 @@ class IcebergResult:
 # ---------------------------------------------------------------------------------------------------
 
 
-def _existing_metadata(meta_dir: Location) -> tuple[int, Location] | None:
+def _existing_metadata(meta_dir: Location, io: FileIO | None = None) -> tuple[int, Location] | None:
     """The highest ``v<N>.metadata.json`` in ``metadata/`` (the hint file may lag behind): one listing."""
     try:
-        listed = [e.location for e in storage.list_files(meta_dir)]
+        listed = [e.location for e in (io or storage.DEFAULT_IO).list_files(meta_dir)]
     except (FileNotFoundError, NotADirectoryError):
         return None
     best: tuple[int, Location] | None = None
@@ -169,50 +179,96 @@ def _first_version(
 
 
 def write_iceberg_metadata(
-    table_root: str | os.PathLike[str], format_version: int | None = None
+    table_root: str | os.PathLike[str], format_version: int | None = None, *, io: FileIO | None = None
 ) -> IcebergResult:
     """Write (or bring up to date) Iceberg metadata for the Delta table at ``table_root``.
 
     ``format_version`` is 2 or 3; by default an existing Iceberg tree keeps its version, and a new one
-    is v3 for IcebergCompatV3 tables, v2 otherwise. Raises :class:`CompatViolation` when the table is
-    not compliant with the rules it is held to (the catalog's rule ids for its declared profile, see
-    :mod:`.checks`) or cannot be converted faithfully (``ICEBERG-EMIT-*``), :class:`TableReadError`
-    when the log cannot be read, :class:`ConcurrentWriteError` when another run committed first.
+    is v3 for IcebergCompatV3 tables, v2 otherwise. ``io``: the store settings every Iceberg file is
+    listed, read, written and deleted with (None: the storage layer's default). Raises
+    :class:`CompatViolation` when the table is not compliant with the rules it is held to (the
+    catalog's rule ids for its declared profile, see :mod:`.checks`) or cannot be converted faithfully
+    (``ICEBERG-EMIT-*``), :class:`TableReadError` when the log cannot be read,
+    :class:`ConcurrentWriteError` when another run committed first.
     """
     if format_version is not None and format_version not in (2, 3):
         raise ValueError(f"format_version must be 2 or 3, not {format_version!r}")
+    io = io or storage.DEFAULT_IO
     root = table_root_path(os.fspath(table_root))
     versions = _delta.commit_versions(root)
-    latest = versions[-1]
+    previous = _current_metadata(root, io)
+    if previous is None:
+        return _first_conversion(root, versions[-1], format_version, io)
+    return _incremental_conversion(root, versions, previous, format_version, io)
+
+
+def _current_metadata(root: Location, io: FileIO) -> tuple[int, Location] | None:
+    """The current metadata file, refused when ``metadata/`` or it lies outside the table's own tree."""
     meta_dir = root / METADATA_DIR
-    if isinstance(meta_dir, Path) and (meta_dir.is_symlink() or meta_dir.exists()):
-        owned(root, meta_dir / VERSION_HINT, "the version hint")
-    previous = _existing_metadata(meta_dir)
+    owned(root, meta_dir / VERSION_HINT, "the version hint")  # a ``metadata`` link leading elsewhere
+    previous = _existing_metadata(meta_dir, io)
     if previous is not None:
         owned(root, previous[1], "the metadata file")
+    return previous
 
-    if previous is None:
-        start, state, fv, verified = _first_version(root, latest, format_version)
-        table = IcebergTable.fresh(root, fv, state.metadata)
-        table.checked_inside = verified.inside
-        first_commit = _delta.load_commit(root, start)
-        table.set_delta_state(state.protocol, state.metadata, start)
-        created_dir = storage.make_directory(meta_dir)
-        try:
-            _snapshot(table, first_commit, (), list(state.adds.values()), True, new_paths=True)
-            _convert_commits(
-                table, _delta.iter_commits(root, start + 1, latest), state.protocol, state.metadata
-            )
-            write_record(table.metadata, verified)
-            number, path = table.commit(None)
-        except BaseException:
-            table.discard()
-            if created_dir:
-                storage.remove_empty_directory(meta_dir)
-            raise
-        return _result(root, table, number, path, latest, verified)
 
-    raw = json.loads(storage.read_bytes(previous[1]).decode("utf-8"))
+def _first_conversion(root: Location, latest: int, format_version: int | None, io: FileIO) -> IcebergResult:
+    """No Iceberg metadata yet: one snapshot per Delta version from the first convertible one."""
+    start, state, fv, verified = _first_version(root, latest, format_version)
+    table = IcebergTable.fresh(root, fv, state.metadata, io)
+    table.checked_inside = verified.inside
+    first_commit = _delta.load_commit(root, start)
+    with Transaction(table, None) as tx:
+        tx.set_delta_state(state.protocol, state.metadata, start)
+        tx.make_directory()
+        tx.apply(_produce(table, first_commit, (), list(state.adds.values()), True, new_paths=True))
+        _convert_commits(tx, _delta.iter_commits(root, start + 1, latest), state.protocol, state.metadata)
+        write_record(table.metadata, verified)
+        number, path = tx.commit()
+    return _result(root, table, number, path, latest, verified)
+
+
+def _incremental_conversion(
+    root: Location,
+    versions: list[int],
+    previous: tuple[int, Location],
+    format_version: int | None,
+    io: FileIO,
+) -> IcebergResult:
+    """Iceberg metadata exists: snapshots for the Delta versions after the one it records."""
+    latest = versions[-1]
+    meta, last, snap = _adopt(root, previous, latest, format_version, io)
+    if last == latest:
+        return IcebergResult(root, previous[1], previous[0], meta.format_version, latest, (), written=False)
+    if last + 1 < versions[0]:
+        raise CompatViolation([violation("ICEBERG-EMIT-HISTORY", "", first=last + 1, last=versions[0] - 1)])
+    commits = list(_delta.iter_commits(root, last + 1, latest))
+    verified = verify_since(root, meta, commits, latest, meta.format_version, snap)
+    if any(c.changes_table for c in commits):
+        base = _delta.state_at(root, last)
+        base_protocol, base_metadata = base.protocol, base.metadata
+    else:  # no protocol or metadata action since ``last``: those of ``latest`` were in force
+        base_protocol, base_metadata = verified.protocol, verified.metadata
+    table = IcebergTable(root, meta, base_metadata.id, io)
+    table.checked_inside = verified.inside
+    with Transaction(table, previous) as tx:
+        tx.set_delta_state(base_protocol, base_metadata, last)
+        table.resume()
+        _convert_commits(tx, commits, base_protocol, base_metadata, new_paths=verified.new_paths)
+        write_record(table.metadata, verified)
+        number, path = tx.commit()
+    return _result(root, table, number, path, latest, verified)
+
+
+def _adopt(
+    root: Location, previous: tuple[int, Location], latest: int, format_version: int | None, io: FileIO
+) -> tuple[TableMetadata, int, DeltaSnapshot]:
+    """The existing metadata, the Delta version it records, and the Delta snapshot at ``latest``.
+
+    Refused when the metadata was not written for this Delta table (``ICEBERG-EMIT-EXISTING-METADATA``)
+    or a format version other than its own is asked for (``ICEBERG-EMIT-FORMAT-VERSION``).
+    """
+    raw = json.loads(io.new_input(previous[1]).read().decode("utf-8"))
     props = {str(k): str(v) for k, v in (raw.get("properties") or {}).items()}
     converted = props.get(PROP_DELTA_VERSION)
     snap = read_snapshot(root, latest)  # protocol, metadata and live files at ``latest`` (one replay)
@@ -252,53 +308,24 @@ def write_iceberg_metadata(
     last = int(str(converted))
     if last > latest:
         raise TableReadError(f"Iceberg metadata is at Delta version {last} but the log ends at {latest}")
-    if last == latest:
-        return IcebergResult(root, previous[1], previous[0], fv, latest, (), written=False)
-    if last + 1 < versions[0]:
-        raise CompatViolation(
-            [
-                violation(
-                    "ICEBERG-EMIT-HISTORY",
-                    "",
-                    first=last + 1,
-                    last=versions[0] - 1,
-                )
-            ]
-        )
-    commits = list(_delta.iter_commits(root, last + 1, latest))
-    verified = verify_since(root, meta, commits, latest, fv, snap)
-    if any(c.changes_table for c in commits):
-        base = _delta.state_at(root, last)
-        base_protocol, base_metadata = base.protocol, base.metadata
-    else:  # no protocol or metadata action since ``last``: those of ``latest`` were in force
-        base_protocol, base_metadata = verified.protocol, verified.metadata
-    table = IcebergTable(root, meta, base_metadata.id)
-    table.checked_inside = verified.inside
-    table.set_delta_state(base_protocol, base_metadata, last)
-    table.resume()
-    try:
-        _convert_commits(table, commits, base_protocol, base_metadata, new_paths=verified.new_paths)
-        write_record(table.metadata, verified)
-        number, path = table.commit(previous)
-    except BaseException:
-        table.discard()
-        raise
-    return _result(root, table, number, path, latest, verified)
+    return meta, last, snap
 
 
 def _convert_commits(
-    table: IcebergTable,
+    tx: Transaction,
     commits: Iterable[_delta.Commit],
     protocol: Protocol,
     metadata: Metadata,
     *,
     new_paths: bool = False,
 ) -> None:
-    """One snapshot per commit; protocol/metadata changes are checked as they come.
+    """One snapshot per commit, each applied before the next is produced; protocol/metadata changes are
+    checked as they come.
 
     ``new_paths``: the caller proved that no commit adds a path that is live before it (then appends
     never read the existing manifests).
     """
+    table = tx.table
     for commit in commits:
         changed = False
         for kind, obj in commit.actions:
@@ -307,17 +334,17 @@ def _convert_commits(
             elif kind == "metaData":
                 metadata, changed = Metadata.from_json(obj), True
         if changed:
-            table.set_delta_state(protocol, metadata, commit.version)
+            tx.set_delta_state(protocol, metadata, commit.version)
         adds: dict[str, dict[str, Any]] = {}
         for obj in commit.of_kind("add"):
             adds[str(obj["path"])] = obj
         removes = [str(o["path"]) for o in commit.of_kind("remove") if str(o["path"]) not in adds]
         file_actions = list(adds.values()) + commit.of_kind("remove")
         data_change = not file_actions or any(bool(a.get("dataChange", True)) for a in file_actions)
-        _snapshot(table, commit, removes, list(adds.values()), data_change, new_paths=new_paths)
+        tx.apply(_produce(table, commit, removes, list(adds.values()), data_change, new_paths=new_paths))
 
 
-def _snapshot(
+def _produce(
     table: IcebergTable,
     commit: _delta.Commit,
     removes: Iterable[str],
@@ -325,29 +352,25 @@ def _snapshot(
     data_change: bool,
     *,
     new_paths: bool,
-) -> SnapshotInfo:
-    """The snapshot of one Delta version (``removes``/``adds``: Delta paths of the commit), written by
-    the producer for its kind of commit."""
+) -> SnapshotChanges:
+    """The snapshot of one Delta version (``removes``/``adds``: Delta paths of the commit), computed by
+    the producer for its kind of commit; the table is not changed."""
     new_files = table.new_files(adds, commit.version)
-    delete_files = deletion_vector_files(table, new_files, commit.version)
     removed = {table.file_uri(p) for p in removes}
     if removed or (new_files and not new_paths):
         live, _ = table.files.index()
         # A file re-added while live (new statistics, same data) is replaced: old entry deleted, new added.
         removed = {p for p in removed | {f.path for f in new_files} if p in live}
-    producer = producer_for(bool(new_files), bool(removed), data_change, deletes=bool(delete_files))
-    return (
-        producer(
-            table,
-            delta_version=commit.version,
-            timestamp_ms=commit.timestamp_ms,
-            delta_operation=commit.operation,
-        )
-        .add_files(new_files)
-        .remove_files(removed)
-        .add_position_deletes(delete_files)
-        .commit()
+    deletes = any(f.deletion_vector is not None for f in new_files)
+    kind = producer_for(bool(new_files), bool(removed), data_change, deletes=deletes)
+    producer = kind(
+        table,
+        delta_version=commit.version,
+        timestamp_ms=commit.timestamp_ms,
+        delta_operation=commit.operation,
     )
+    producer.add_position_deletes(deletion_vector_files(table, new_files, commit.version))
+    return producer.add_files(new_files).remove_files(removed).produce()
 
 
 def _result(

@@ -22,7 +22,7 @@ from typing import Any, cast
 
 from icecompat_writer import storage
 from icecompat_writer.schema import iceberg_decimal_params
-from icecompat_writer.storage import Location
+from icecompat_writer.storage import FileIO, Location
 
 from .avro import (
     DataFileRecord,
@@ -163,12 +163,16 @@ def _sequence(value: Any, inherit: bool, m: Manifest) -> int:
 
 
 def read_entries(
-    root: Location, m: Manifest, partition_fields: PartitionFieldsOf, format_version: int
+    root: Location,
+    m: Manifest,
+    partition_fields: PartitionFieldsOf,
+    format_version: int,
+    io: FileIO | None = None,
 ) -> list[Entry]:
     """Entries of a manifest, inherited snapshot ids, sequence numbers and first row ids resolved."""
     if m.entries is not None:
         return m.entries
-    records, _ = read_avro(owned(root, local(m.uri, root), "manifest"))
+    records, _ = read_avro(owned(root, local(m.uri, root), "manifest"), io)
     types = {avro_name(p.name): p.result_type for p in partition_fields(int(m.record["partition_spec_id"]))}
     next_id = m.record.get("first_row_id")
     out = []
@@ -204,13 +208,16 @@ class ManifestWriter:
     """Writes one run's manifests and manifest lists under ``metadata/`` and remembers them.
 
     Names carry a run id, so concurrent or failed runs never collide; :meth:`discard` removes what a
-    run that did not commit wrote (nothing references those files).
+    run that did not commit wrote (nothing references those files). Every file goes through ``io``.
     """
 
-    def __init__(self, root: Location, meta_dir: Location, format_version: int) -> None:
+    def __init__(
+        self, root: Location, meta_dir: Location, format_version: int, io: FileIO | None = None
+    ) -> None:
         self.root = root
         self.meta_dir = meta_dir
         self.fv = format_version
+        self.io = io or storage.DEFAULT_IO
         self.run_id = uuid.uuid4().hex
         self.counter = 0
         self.written: list[Location] = []
@@ -255,6 +262,7 @@ class ManifestWriter:
             schema_json=schema_json,
             format_version=self.fv,
             content="deletes" if content == DELETES else "data",
+            io=self.io,
         )
         self.written.append(path)
         live = [e for e in entries if e.status != DELETED]
@@ -297,13 +305,22 @@ class ManifestWriter:
             sequence_number=sequence_number,
             format_version=self.fv,
             first_row_id=first_row_id,
+            io=self.io,
         )
         self.written.append(path)
         return path
 
+    def mark(self) -> int:
+        """How many files this run has written so far (:meth:`written_since` takes it back)."""
+        return len(self.written)
+
+    def written_since(self, mark: int) -> tuple[Location, ...]:
+        """The files written after :meth:`mark` returned ``mark``."""
+        return tuple(self.written[mark:])
+
     def discard(self) -> None:
-        """Remove the Avro files of a run that did not commit (they are referenced by nothing)."""
-        storage.delete_files(self.written)
+        """Remove the files of a run that did not commit (they are referenced by nothing)."""
+        self.io.delete(self.written)
 
 
 class LiveFiles:
@@ -324,8 +341,10 @@ class LiveFiles:
         partition_fields: PartitionFieldsOf,
         manifests: list[Manifest] | None = None,
         totals: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0),
+        io: FileIO | None = None,
     ) -> None:
         self.root = root
+        self.io = io or storage.DEFAULT_IO
         self.fv = format_version
         self.partition_fields = partition_fields
         self.manifests: list[Manifest] = list(manifests or [])
@@ -342,16 +361,18 @@ class LiveFiles:
         partition_fields: PartitionFieldsOf,
         manifest_list: str,
         totals: tuple[int, int, int, int, int],
+        io: FileIO | None = None,
     ) -> LiveFiles:
-        records, _ = read_avro(owned(root, local(manifest_list, root), "manifest list"))
-        return cls(root, format_version, partition_fields, [Manifest(dict(r)) for r in records], totals)
+        records, _ = read_avro(owned(root, local(manifest_list, root), "manifest list"), io)
+        manifests = [Manifest(dict(r)) for r in records]
+        return cls(root, format_version, partition_fields, manifests, totals, io)
 
     @property
     def loaded(self) -> bool:
         return self._data is not None
 
     def entries(self, m: Manifest) -> list[Entry]:
-        return read_entries(self.root, m, self.partition_fields, self.fv)
+        return read_entries(self.root, m, self.partition_fields, self.fv, self.io)
 
     def _load(self) -> tuple[dict[str, tuple[Manifest, int, int]], dict[str, tuple[Manifest, str, int]]]:
         if self._data is None or self._deletes is None:
@@ -409,32 +430,37 @@ class LiveFiles:
             return len(self._deletes), sum(n for _, _, n in self._deletes.values())
         return self._totals[3], self._totals[4]
 
-    def replace(
+    def replaced(
         self,
         manifests: list[Manifest],
         removed: Iterable[str],
         added: Iterable[Manifest],
         rewritten: Iterable[Manifest],
-    ) -> None:
-        """Book-keeping after a snapshot: the new manifest set and the index (or the totals)."""
+    ) -> LiveFiles:
+        """The live files after a snapshot (the new manifest set, and the index or the totals), as a
+        new object: this one stays as it is, so a snapshot that is never applied changes nothing."""
         removed = list(removed)
+        out = LiveFiles(self.root, self.fv, self.partition_fields, None, self._totals, self.io)
+        out.manifests = manifests
         if self._data is not None and self._deletes is not None:
+            data, deletes = dict(self._data), dict(self._deletes)
             for p in removed:
-                self._data.pop(p, None)
-                self._deletes.pop(p, None)
+                data.pop(p, None)
+                deletes.pop(p, None)
             for m in [*added, *rewritten]:
                 for e in m.entries or []:
                     if e.status == DELETED:
                         continue
                     df = e.data_file
                     if m.content == DATA:
-                        self._data[e.path] = (m, int(df["record_count"]), int(df["file_size_in_bytes"]))
+                        data[e.path] = (m, int(df["record_count"]), int(df["file_size_in_bytes"]))
                     else:
-                        self._deletes[e.key] = (
+                        deletes[e.key] = (
                             m,
                             str(df.get("referenced_data_file") or ""),
                             int(df["record_count"]),
                         )
+            out._data, out._deletes = data, deletes
         else:
             assert not removed, "files cannot be removed without the live-file index"
             files, records, size, delete_files, positions = self._totals
@@ -447,5 +473,6 @@ class LiveFiles:
                     else:
                         delete_files += 1
                         positions += int(e.data_file["record_count"])
-            self._totals = (files, records, size, delete_files, positions)
-        self.manifests = manifests
+            out._data = out._deletes = None
+            out._totals = (files, records, size, delete_files, positions)
+        return out

@@ -1,6 +1,9 @@
 """The Iceberg table metadata document (``v<N>.metadata.json``) as typed values, format v2 and v3.
 
-Read with :meth:`TableMetadata.from_json`, changed through its methods, written with
+Read with :meth:`TableMetadata.from_json`, changed through its methods or by applying update records
+(:class:`AddSchema`, :class:`AddPartitionSpec`, :class:`AddSnapshot`, :class:`SetSnapshotRef`,
+:class:`SetProperties`, ... in pyiceberg's manner: the table and its snapshot producers return them,
+one transaction applies them, :meth:`TableMetadata.apply`), written with
 :meth:`TableMetadata.to_json`. Field names follow the spec's "Table Metadata Fields" (``schemas``,
 ``partition-specs``, ``snapshots``, ``snapshot-log``, ``metadata-log``, ``refs``, ``properties``,
 ``next-row-id`` for v3). Keys this model does not know are kept and written back unchanged, so a
@@ -10,21 +13,31 @@ document round-trips. Schemas and sort orders stay in their JSON form: schemas a
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from icecompat_writer.errors import TableReadError
 
 __all__ = [
+    "MAIN_BRANCH",
     "METADATA_DIR",
     "PROP_DELTA_TABLE_ID",
     "PROP_DELTA_VERSION",
     "PROP_NAME_MAPPING",
     "VERSION_HINT",
+    "AddPartitionSpec",
+    "AddSchema",
+    "AddSnapshot",
     "MetadataLogEntry",
+    "MetadataUpdate",
     "PartitionSpec",
+    "RaiseLastColumnId",
     "Schema",
+    "SetCurrentSchema",
+    "SetDefaultSpec",
+    "SetProperties",
+    "SetSnapshotRef",
     "Snapshot",
     "SnapshotLogEntry",
     "SnapshotRef",
@@ -378,10 +391,113 @@ class TableMetadata:
 
     def add_snapshot(self, snapshot: Snapshot) -> None:
         """Append ``snapshot`` and make it the current one of the main branch (``snapshot-log`` too)."""
-        self.snapshots.append(snapshot)
-        self.snapshot_log.append(SnapshotLogEntry(snapshot.timestamp_ms, snapshot.snapshot_id))
-        self.current_snapshot_id = snapshot.snapshot_id
-        self.refs = {MAIN_BRANCH: SnapshotRef(snapshot.snapshot_id, "branch")}
-        self.last_sequence_number = max(self.last_sequence_number, snapshot.sequence_number)
-        if self.format_version >= 3 and snapshot.first_row_id is not None:
-            self.next_row_id = snapshot.first_row_id + int(snapshot.added_rows or 0)
+        self.apply((AddSnapshot(snapshot), SetSnapshotRef(snapshot.snapshot_id)))
+
+    def apply(self, updates: Iterable[MetadataUpdate]) -> None:
+        """Apply update records in order (what a snapshot producer returned)."""
+        for update in updates:
+            update.apply_to(self)
+
+
+@dataclass(frozen=True)
+class AddSchema:
+    """A new schema (JSON form); it gets the next schema id, one above the highest recorded."""
+
+    schema_json: Mapping[str, Any]
+
+    def apply_to(self, meta: TableMetadata) -> None:
+        meta.add_schema(self.schema_json)
+
+
+@dataclass(frozen=True)
+class SetCurrentSchema:
+    schema_id: int
+
+    def apply_to(self, meta: TableMetadata) -> None:
+        meta.current_schema_id = self.schema_id
+
+
+@dataclass(frozen=True)
+class AddPartitionSpec:
+    """A new partition spec; it gets the next spec id, and ``last-partition-id`` covers its fields."""
+
+    fields: tuple[SpecField, ...]
+
+    def apply_to(self, meta: TableMetadata) -> None:
+        meta.add_spec(self.fields)
+
+
+@dataclass(frozen=True)
+class SetDefaultSpec:
+    spec_id: int
+
+    def apply_to(self, meta: TableMetadata) -> None:
+        meta.default_spec_id = self.spec_id
+
+
+@dataclass(frozen=True)
+class RaiseLastColumnId:
+    """``last-column-id`` becomes at least ``column_id`` (it never goes down: ids are not reused)."""
+
+    column_id: int
+
+    def apply_to(self, meta: TableMetadata) -> None:
+        meta.last_column_id = max(meta.last_column_id, self.column_id)
+
+
+@dataclass(frozen=True)
+class AddSnapshot:
+    """A new snapshot: recorded, the last sequence number and (v3) the next row id advanced past it."""
+
+    snapshot: Snapshot
+
+    def apply_to(self, meta: TableMetadata) -> None:
+        snapshot = self.snapshot
+        meta.snapshots.append(snapshot)
+        meta.last_sequence_number = max(meta.last_sequence_number, snapshot.sequence_number)
+        if meta.format_version >= 3 and snapshot.first_row_id is not None:
+            meta.next_row_id = snapshot.first_row_id + int(snapshot.added_rows or 0)
+
+
+@dataclass(frozen=True)
+class SetSnapshotRef:
+    """Point the main branch at a recorded snapshot: it becomes current and enters ``snapshot-log``.
+
+    The main branch is the only reference this table keeps (its history is Delta's), so the refs are
+    replaced by it.
+    """
+
+    snapshot_id: int
+    ref_name: str = MAIN_BRANCH
+
+    def apply_to(self, meta: TableMetadata) -> None:
+        if self.ref_name != MAIN_BRANCH:
+            raise ValueError(f"only the {MAIN_BRANCH} branch is kept, not {self.ref_name!r}")
+        snapshot = meta.snapshot(self.snapshot_id)
+        meta.snapshot_log.append(SnapshotLogEntry(snapshot.timestamp_ms, snapshot.snapshot_id))
+        meta.current_snapshot_id = snapshot.snapshot_id
+        meta.refs = {MAIN_BRANCH: SnapshotRef(snapshot.snapshot_id, "branch")}
+
+
+@dataclass(frozen=True)
+class SetProperties:
+    """Set table properties, in the order given (the document keeps insertion order)."""
+
+    updates: tuple[tuple[str, str], ...]
+
+    def apply_to(self, meta: TableMetadata) -> None:
+        for key, value in self.updates:
+            meta.properties[key] = value
+
+
+MetadataUpdate = (
+    AddSchema
+    | SetCurrentSchema
+    | AddPartitionSpec
+    | SetDefaultSpec
+    | RaiseLastColumnId
+    | AddSnapshot
+    | SetSnapshotRef
+    | SetProperties
+)
+"""One change to the table metadata, as a record that says what it does before it is done."""

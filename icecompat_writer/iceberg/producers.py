@@ -1,4 +1,11 @@
-"""Snapshot producers: one per kind of Delta commit, each writing one Iceberg snapshot.
+"""Snapshot producers: one per kind of Delta commit, each computing one Iceberg snapshot.
+
+A producer is given what its commit does (files added, files removed, delete files added), writes the
+snapshot's new files (manifests, manifest list) and returns a frozen :class:`SnapshotChanges`: the
+snapshot, its manifest list, its summary and row-lineage counters, the live files once it is current,
+the files it wrote and the metadata updates that make it current. It changes nothing of the table;
+:mod:`.transaction` applies the changes, one snapshot after another, and commits them once (or aborts,
+removing what the run wrote).
 
 A Delta commit is classified by what it does to the set of live files (:func:`producer_for`):
 
@@ -37,14 +44,16 @@ delete files with it. Which producers accept delete files: :class:`Delete`, :cla
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from icecompat_writer.storage import Location
+
 from .avro import DataFileRecord, ManifestEntryRecord
 from .locations import uri
-from .manifests import ADDED, DATA, DELETED, DELETES, EXISTING, Entry, Manifest, delete_file_key
-from .metadata import Snapshot
+from .manifests import ADDED, DATA, DELETED, DELETES, EXISTING, Entry, LiveFiles, Manifest, delete_file_key
+from .metadata import AddSnapshot, MetadataUpdate, SetSnapshotRef, Snapshot
 from .table import IcebergTable, NewFile, SnapshotInfo
 
 __all__ = [
@@ -54,6 +63,7 @@ __all__ = [
     "MetadataOnly",
     "Overwrite",
     "Replace",
+    "SnapshotChanges",
     "SnapshotProducer",
     "producer_for",
 ]
@@ -82,8 +92,56 @@ class DeleteFile:
         return delete_file_key(self.data_file)
 
 
+@dataclass(frozen=True)
+class SnapshotChanges:
+    """What one producer computed for one Delta version, none of it applied yet.
+
+    Its files (manifests, manifest list, and any Puffin file of its delete files) are written but
+    referenced by nothing until :mod:`.transaction` applies ``updates`` to the table metadata and
+    commits it; ``written`` names them, so an attempt that is not committed can remove them.
+    ``files`` is the table's live-file set once the snapshot is current (the table's own set is left
+    as it was). For v3, ``first_row_id`` and ``added_rows`` are the snapshot's row-lineage counters:
+    the table's ``next-row-id`` becomes their sum.
+    """
+
+    info: SnapshotInfo
+    snapshot: Snapshot
+    manifests: tuple[Manifest, ...]  # the manifest list, in its order
+    files: LiveFiles
+    written: tuple[Location, ...]
+    updates: tuple[MetadataUpdate, ...]
+
+    @property
+    def summary(self) -> Mapping[str, str]:
+        return self.snapshot.summary
+
+    @property
+    def first_row_id(self) -> int | None:
+        return self.snapshot.first_row_id
+
+    @property
+    def added_rows(self) -> int | None:
+        return self.snapshot.added_rows
+
+
+@dataclass(frozen=True)
+class _Existing:
+    """The current snapshot's manifests seen by a new one: carried over, or rewritten because they
+    hold a file that leaves (data files removed, and delete files of those or replaced by new ones)."""
+
+    kept: list[Manifest]
+    rewritten: list[Manifest]
+    removed: set[str]  # data files that leave
+    removed_deletes: set[str]  # delete files that leave
+    removed_sizes: list[tuple[int, int]]  # (records, bytes) of each removed data file
+
+
 class SnapshotProducer:
-    """Collects one commit's changes, then writes its manifests, manifest list and snapshot."""
+    """Collects one commit's changes, then computes its snapshot (:meth:`produce`).
+
+    The producer reads the table (metadata, live files, the Delta state in force) and writes only new
+    files; it returns a :class:`SnapshotChanges` and changes nothing of the table.
+    """
 
     operation: ClassVar[str]
     accepts_adds: ClassVar[bool] = False
@@ -100,6 +158,7 @@ class SnapshotProducer:
         self._added: list[NewFile] = []
         self._removed: set[str] = set()
         self._delete_files: list[DeleteFile] = []
+        self._mark = table.writer.mark()  # files written from here on belong to this snapshot
 
     # -- what the commit does ------------------------------------------------------------------
 
@@ -132,6 +191,47 @@ class SnapshotProducer:
         return self
 
     # -- the snapshot ----------------------------------------------------------------------------
+
+    def produce(self) -> SnapshotChanges:
+        """Write this commit's manifests and manifest list and return the snapshot's changes."""
+        t = self.table
+        version = self.delta_version
+        snapshot_id = t.snapshot_id_for(version)
+        seq = version  # the Iceberg sequence number of a snapshot is its Delta version
+        parent = t.metadata.current_snapshot_id
+        first_row_id = int(t.metadata.next_row_id or 0) if t.fv >= 3 else None
+
+        added = self._data_manifests(snapshot_id, seq, first_row_id)
+        existing = self._existing_manifests(snapshot_id, seq)
+        new_deletes = self._delete_manifests(snapshot_id, seq)
+        manifests, next_row_id = self._manifest_list(added, existing, new_deletes, first_row_id)
+        list_path = t.writer.write_list(
+            snapshot_id, manifests, parent_snapshot_id=parent, sequence_number=seq, first_row_id=first_row_id
+        )
+        files = t.files.replaced(
+            manifests, existing.removed | existing.removed_deletes, added + new_deletes, existing.rewritten
+        )
+        snapshot = Snapshot(
+            snapshot_id=snapshot_id,
+            sequence_number=seq,
+            timestamp_ms=max(int(self.timestamp_ms), t.metadata.last_snapshot_ms),
+            manifest_list=uri(list_path),
+            summary=self._summary(existing, files),
+            schema_id=t.schema_id,
+            parent_snapshot_id=parent,
+            first_row_id=first_row_id,
+            added_rows=None if t.fv < 3 else int(next_row_id or 0) - int(first_row_id or 0),
+        )
+        return SnapshotChanges(
+            info=SnapshotInfo(
+                version, snapshot_id, seq, self.operation, len(self._added), len(existing.removed)
+            ),
+            snapshot=snapshot,
+            manifests=tuple(manifests),
+            files=files,
+            written=t.writer.written_since(self._mark),
+            updates=(AddSnapshot(snapshot), SetSnapshotRef(snapshot_id), t.delta_version_update(version)),
+        )
 
     def _groups(self, first_row_id: int | None) -> list[tuple[int | None, list[NewFile]]]:
         """New files per data manifest. For v3, runs of files whose Delta baseRowIds are contiguous get a
@@ -201,6 +301,32 @@ class SnapshotProducer:
             out.append(m)
         return out
 
+    def _existing_manifests(self, snapshot_id: int, seq: int) -> _Existing:
+        """Which current manifests are carried over and which are rewritten without what leaves.
+
+        Only a snapshot that removes files or adds delete files needs the live-file index (every
+        manifest read); without it, every manifest with a live file stays, as its list row's counts say.
+        """
+        t = self.table
+        if not (self._removed or self._delete_files or t.files.loaded):
+            return _Existing([m for m in t.files.manifests if m.has_live_files], [], set(), set(), [])
+        live, sizes = t.files.index()
+        removed = {p for p in self._removed if p in live}
+        removed_deletes = self._replaced_delete_files(removed)
+        gone = removed | removed_deletes
+        owners = t.files.owners()
+        kept: list[Manifest] = []
+        rewritten: list[Manifest] = []
+        for m in t.files.manifests:
+            here = owners.get(id(m), set())
+            if not here:
+                continue  # nothing live any more: the manifest leaves the table
+            if gone.intersection(here):
+                rewritten.append(self._rewrite(m, gone, snapshot_id, seq))
+            else:
+                kept.append(m)
+        return _Existing(kept, rewritten, removed, removed_deletes, [sizes[p] for p in removed])
+
     def _delete_manifests(self, snapshot_id: int, seq: int) -> list[Manifest]:
         """New delete files, one delete manifest per partition spec; data sequence number ``seq``."""
         t = self.table
@@ -222,6 +348,67 @@ class SnapshotProducer:
             ]
             out.append(self._write(entries, spec_id, snapshot_id, seq, explicit, DELETES))
         return out
+
+    def _manifest_list(
+        self,
+        added: list[Manifest],
+        existing: _Existing,
+        new_deletes: list[Manifest],
+        first_row_id: int | None,
+    ) -> tuple[list[Manifest], int | None]:
+        """The manifest list's order (new and rewritten data manifests, kept data manifests, new and
+        rewritten delete manifests, kept delete manifests) and, for v3, the next row id after it: the
+        data manifests this snapshot wrote without a first row id get one, in list order."""
+        data_first = [m for m in added + existing.rewritten if m.content == DATA]
+        delete_rewritten = [m for m in existing.rewritten if m.content != DATA]
+        next_row_id = first_row_id
+        if self.table.fv >= 3:
+            cursor = int(first_row_id or 0)
+            for m in data_first:
+                if m.record["first_row_id"] is None:
+                    m.record["first_row_id"] = cursor
+                else:
+                    cursor = int(m.record["first_row_id"]) + int(m.record["added_rows_count"])
+            next_row_id = cursor
+        kept = existing.kept
+        manifests = data_first + [m for m in kept if m.content == DATA] + new_deletes + delete_rewritten
+        manifests += [m for m in kept if m.content != DATA]
+        return manifests, next_row_id
+
+    def _summary(self, existing: _Existing, files: LiveFiles) -> dict[str, str]:
+        """The snapshot summary: what changed, and the totals once it is current (``files``)."""
+        total_files, records, size = files.totals
+        delete_files, position_deletes = files.delete_totals
+        added_records = sum(int(f.data_file["record_count"]) for f in self._added)
+        removed_sizes = existing.removed_sizes
+        summary = {
+            "operation": self.operation,
+            "added-data-files": str(len(self._added)),
+            "deleted-data-files": str(len(existing.removed)),
+            "added-records": str(added_records),
+            "deleted-records": str(sum(r for r, _ in removed_sizes)),
+            "added-files-size": str(sum(int(f.data_file["file_size_in_bytes"]) for f in self._added)),
+            "removed-files-size": str(sum(s for _, s in removed_sizes)),
+            "total-data-files": str(total_files),
+            "total-records": str(records),
+            "total-files-size": str(size),
+            "total-delete-files": str(delete_files),
+            "total-position-deletes": str(position_deletes),
+            "total-equality-deletes": "0",
+        }
+        if self._delete_files:
+            summary["added-delete-files"] = str(len(self._delete_files))
+            summary["added-position-delete-files"] = str(len(self._delete_files))
+            summary["added-position-deletes"] = str(
+                sum(int(f.data_file["record_count"]) for f in self._delete_files)
+            )
+        if existing.removed_deletes:
+            summary["removed-delete-files"] = str(len(existing.removed_deletes))
+            summary["removed-position-delete-files"] = str(len(existing.removed_deletes))
+        summary["icecompat.delta-version"] = str(self.delta_version)
+        if self.delta_operation:
+            summary["icecompat.delta-operation"] = self.delta_operation
+        return summary
 
     def _write(
         self,
@@ -264,110 +451,6 @@ class SnapshotProducer:
             )
         spec_id = int(m.record["partition_spec_id"])
         return self._write(entries, spec_id, snapshot_id, seq, [e.explicit() for e in entries], m.content)
-
-    def commit(self) -> SnapshotInfo:
-        """Write this commit's snapshot and make it current."""
-        t = self.table
-        meta = t.metadata
-        version = self.delta_version
-        snapshot_id = t.snapshot_id_for(version)
-        seq = version  # the Iceberg sequence number of a snapshot is its Delta version
-        parent = meta.current_snapshot_id
-        first_row_id = int(meta.next_row_id or 0) if t.fv >= 3 else None
-
-        added_manifests = self._data_manifests(snapshot_id, seq, first_row_id)
-
-        removed: set[str] = set()
-        removed_deletes: set[str] = set()
-        rewritten: list[Manifest] = []
-        kept: list[Manifest] = []
-        removed_sizes: list[tuple[int, int]] = []
-        if self._removed or self._delete_files or t.files.loaded:
-            live, sizes = t.files.index()
-            removed = {p for p in self._removed if p in live}
-            removed_deletes = self._replaced_delete_files(removed)
-            gone = removed | removed_deletes
-            owners = t.files.owners()
-            for m in t.files.manifests:
-                here = owners.get(id(m), set())
-                if not here:
-                    continue  # nothing live any more: the manifest leaves the table
-                if gone.intersection(here):
-                    rewritten.append(self._rewrite(m, gone, snapshot_id, seq))
-                else:
-                    kept.append(m)
-            removed_sizes = [sizes[p] for p in removed]
-        else:
-            # Nothing removed: every manifest with a live file stays; the list's counts say which do.
-            kept = [m for m in t.files.manifests if m.has_live_files]
-
-        new_deletes = self._delete_manifests(snapshot_id, seq)
-        data_first = [m for m in added_manifests + rewritten if m.content == DATA]
-        delete_rewritten = [m for m in rewritten if m.content != DATA]
-        next_row_id = first_row_id
-        if t.fv >= 3:
-            cursor = int(first_row_id or 0)
-            for m in data_first:
-                if m.record["first_row_id"] is None:
-                    m.record["first_row_id"] = cursor
-                else:
-                    cursor = int(m.record["first_row_id"]) + int(m.record["added_rows_count"])
-            next_row_id = cursor
-        manifests = data_first + [m for m in kept if m.content == DATA] + new_deletes + delete_rewritten
-        manifests += [m for m in kept if m.content != DATA]
-
-        list_path = t.writer.write_list(
-            snapshot_id, manifests, parent_snapshot_id=parent, sequence_number=seq, first_row_id=first_row_id
-        )
-        t.files.replace(manifests, removed | removed_deletes, added_manifests + new_deletes, rewritten)
-        files, records, size = t.files.totals
-        delete_files, position_deletes = t.files.delete_totals
-        added_records = sum(int(f.data_file["record_count"]) for f in self._added)
-        summary = {
-            "operation": self.operation,
-            "added-data-files": str(len(self._added)),
-            "deleted-data-files": str(len(removed)),
-            "added-records": str(added_records),
-            "deleted-records": str(sum(r for r, _ in removed_sizes)),
-            "added-files-size": str(sum(int(f.data_file["file_size_in_bytes"]) for f in self._added)),
-            "removed-files-size": str(sum(s for _, s in removed_sizes)),
-            "total-data-files": str(files),
-            "total-records": str(records),
-            "total-files-size": str(size),
-            "total-delete-files": str(delete_files),
-            "total-position-deletes": str(position_deletes),
-            "total-equality-deletes": "0",
-        }
-        if self._delete_files:
-            summary["added-delete-files"] = str(len(self._delete_files))
-            summary["added-position-delete-files"] = str(len(self._delete_files))
-            summary["added-position-deletes"] = str(
-                sum(int(f.data_file["record_count"]) for f in self._delete_files)
-            )
-        if removed_deletes:
-            summary["removed-delete-files"] = str(len(removed_deletes))
-            summary["removed-position-delete-files"] = str(len(removed_deletes))
-        summary["icecompat.delta-version"] = str(version)
-        if self.delta_operation:
-            summary["icecompat.delta-operation"] = self.delta_operation
-        timestamp_ms = max(int(self.timestamp_ms), meta.last_snapshot_ms)
-        meta.add_snapshot(
-            Snapshot(
-                snapshot_id=snapshot_id,
-                sequence_number=seq,
-                timestamp_ms=timestamp_ms,
-                manifest_list=uri(list_path),
-                summary=summary,
-                schema_id=t.schema_id,
-                parent_snapshot_id=parent,
-                first_row_id=first_row_id,
-                added_rows=None if t.fv < 3 else int(next_row_id or 0) - int(first_row_id or 0),
-            )
-        )
-        t.record_delta_version(version)
-        info = SnapshotInfo(version, snapshot_id, seq, self.operation, len(self._added), len(removed))
-        t.new_snapshots.append(info)
-        return info
 
     def _replaced_delete_files(self, removed_data: set[str]) -> set[str]:
         """Live delete files that go: those of removed data files, and those a new delete file replaces."""

@@ -22,7 +22,7 @@ import struct
 from dataclasses import dataclass
 
 from icecompat_writer import storage
-from icecompat_writer.storage import Location
+from icecompat_writer.storage import FileIO, Location
 
 __all__ = [
     "DV_BLOB_TYPE",
@@ -94,9 +94,10 @@ class PuffinWriter:
         footer = MAGIC + payload + struct.pack("<i", len(payload)) + b"\0\0\0\0" + MAGIC
         return b"".join([*self._parts, footer])
 
-    def write(self, path: Location) -> int:
-        """Create the file at ``path`` (it must not exist: names carry a run id) and return its size."""
+    def write(self, path: Location, io: FileIO | None = None) -> int:
+        """Create the file at ``path`` (it must not exist: names carry a run id) and return its size;
+        ``io``: the store settings to write with (None: the storage layer's default)."""
         data = self.to_bytes()
-        if not storage.create_if_absent(path, data):
+        if not (io or storage.DEFAULT_IO).new_output(path).create(data):
             raise FileExistsError(17, f"{path} exists", str(path))
         return len(data)

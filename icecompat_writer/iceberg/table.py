@@ -2,10 +2,11 @@
 
 :class:`IcebergTable` holds what every snapshot producer (:mod:`.producers`) works on: the table
 metadata (:class:`.metadata.TableMetadata`), the current snapshot's manifests and live files
-(:class:`.manifests.LiveFiles`), the run's manifest writer, and the Delta protocol/metadata of the
-version being converted (its converted schema, partition spec and statistics settings). It also turns a
-commit's Delta ``add`` actions into Iceberg ``data_file`` records (:meth:`new_files`), checking each
-file as it goes, and commits the metadata as the next ``v<N>.metadata.json``.
+(:class:`.manifests.LiveFiles`), the run's manifest writer, the store settings every file goes
+through (a :class:`~icecompat_writer.storage.FileIO`), and the Delta protocol/metadata of the version
+being converted (its converted schema, partition spec and statistics settings). It also turns a commit's
+Delta ``add`` actions into Iceberg ``data_file`` records (:meth:`new_files`), checking each file as it
+goes. Snapshots are computed by :mod:`.producers` and applied and committed by :mod:`.transaction`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,8 +26,8 @@ from icecompat_writer.checking.footers import read_object_footer
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.files import DeletionVectorDescriptor
 from icecompat_writer.deltalog.paths import resolve_data_path
-from icecompat_writer.errors import CompatViolation, ConcurrentWriteError, TableReadError, Violation
-from icecompat_writer.storage import Location, ObjectPath
+from icecompat_writer.errors import CompatViolation, TableReadError, Violation
+from icecompat_writer.storage import FileIO, Location, ObjectPath
 
 from .avro import DataFileRecord, PartitionField, avro_name, data_file_record
 from .checks import rule_set_for, table_violations
@@ -38,8 +38,13 @@ from .metadata import (
     PROP_DELTA_TABLE_ID,
     PROP_DELTA_VERSION,
     PROP_NAME_MAPPING,
-    VERSION_HINT,
-    MetadataLogEntry,
+    AddPartitionSpec,
+    AddSchema,
+    MetadataUpdate,
+    RaiseLastColumnId,
+    SetCurrentSchema,
+    SetDefaultSpec,
+    SetProperties,
     SpecField,
     TableMetadata,
 )
@@ -98,8 +103,11 @@ def refusal_context(version: int, metadata: Metadata) -> str:
 class IcebergTable:
     """The table metadata document plus everything a snapshot producer needs to add a snapshot."""
 
-    def __init__(self, root: Location, metadata: TableMetadata, delta_table_id: str) -> None:
+    def __init__(
+        self, root: Location, metadata: TableMetadata, delta_table_id: str, io: FileIO | None = None
+    ) -> None:
         self.root = root
+        self.io = io or storage.DEFAULT_IO
         self.real_root = os.path.realpath(root) if isinstance(root, Path) else root.uri
         self.root_uri = uri(root)
         self.real_dirs: dict[str, str] = {}  # directories resolved once per run (data_path_outside)
@@ -108,8 +116,8 @@ class IcebergTable:
         self.fv = metadata.format_version
         self.metadata = metadata
         self.delta_table_id = delta_table_id
-        self.writer = ManifestWriter(root, self.meta_dir, self.fv)
-        self.files = LiveFiles(root, self.fv, self.partition_fields)
+        self.writer = ManifestWriter(root, self.meta_dir, self.fv, self.io)
+        self.files = LiveFiles(root, self.fv, self.partition_fields, io=self.io)
         self.new_snapshots: list[SnapshotInfo] = []
         self.schema: ConvertedSchema | None = None
         self.schema_id = -1
@@ -121,23 +129,31 @@ class IcebergTable:
     # -- table-level state ---------------------------------------------------------------------
 
     @classmethod
-    def fresh(cls, root: Location, format_version: int, metadata: Metadata) -> IcebergTable:
+    def fresh(
+        cls, root: Location, format_version: int, metadata: Metadata, io: FileIO | None = None
+    ) -> IcebergTable:
         """An empty v2/v3 table; the Delta table id doubles as the Iceberg table uuid."""
         table_uuid = metadata.id
         try:
             table_uuid = str(uuid.UUID(table_uuid))
         except ValueError:
             table_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"delta:{metadata.id}"))
-        return cls(root, TableMetadata.new(format_version, table_uuid, uri(root)), metadata.id)
+        return cls(root, TableMetadata.new(format_version, table_uuid, uri(root)), metadata.id, io)
 
-    def set_delta_state(self, protocol: Protocol, metadata: Metadata, version: int) -> None:
-        """Adopt the Delta protocol/metadata in force at ``version``; refuses a non-convertible one."""
+    def delta_state_updates(
+        self, protocol: Protocol, metadata: Metadata, version: int
+    ) -> tuple[MetadataUpdate, ...]:
+        """Take the Delta protocol/metadata in force at ``version`` as the state new files are converted
+        under, and return the metadata updates that record it (schema, partition spec, last column id,
+        name mapping), to be applied before anything else is asked of the table; refuses a
+        non-convertible one."""
         converted, violations = table_violations(protocol, metadata, self.fv)
         refuse(violations, refusal_context(version, metadata))
         assert converted is not None  # no violation means the schema was converted
         self.protocol, self.delta_metadata, self.schema = protocol, metadata, converted
-        self.schema_id = self._schema_id_for(converted)
-        self.spec_id = self._spec_id_for(metadata.partition_columns, converted)
+        updates: list[MetadataUpdate] = []
+        self.schema_id = self._schema_id_for(converted, updates)
+        self.spec_id = self._spec_id_for(metadata.partition_columns, converted, updates)
         try:
             self.string_prefix = int(
                 metadata.configuration.get(
@@ -146,24 +162,34 @@ class IcebergTable:
             )
         except ValueError:
             self.string_prefix = DEFAULT_STRING_PREFIX_LENGTH
-        meta = self.metadata
-        meta.current_schema_id = self.schema_id
-        meta.default_spec_id = self.spec_id
         try:
             max_column_id = int(metadata.configuration.get("delta.columnMapping.maxColumnId", 0))
         except ValueError:
             max_column_id = 0
-        meta.last_column_id = max(meta.last_column_id, converted.max_id, max_column_id)
-        meta.properties[PROP_NAME_MAPPING] = json.dumps(converted.name_mapping, separators=(",", ":"))
+        name_mapping = json.dumps(converted.name_mapping, separators=(",", ":"))
+        updates += [
+            SetCurrentSchema(self.schema_id),
+            SetDefaultSpec(self.spec_id),
+            RaiseLastColumnId(max(converted.max_id, max_column_id)),
+            SetProperties(((PROP_NAME_MAPPING, name_mapping),)),
+        ]
+        return tuple(updates)
 
-    def _schema_id_for(self, converted: ConvertedSchema) -> int:
+    def set_delta_state(self, protocol: Protocol, metadata: Metadata, version: int) -> None:
+        """:meth:`delta_state_updates`, applied at once (a table opened outside a transaction)."""
+        self.metadata.apply(self.delta_state_updates(protocol, metadata, version))
+
+    def _schema_id_for(self, converted: ConvertedSchema, updates: list[MetadataUpdate]) -> int:
         for s in self.metadata.schemas:
             if converted.same_as(s.json):
                 return s.schema_id
         new_id = max((s.schema_id for s in self.metadata.schemas), default=-1) + 1
-        return self.metadata.add_schema(converted.to_json(new_id))
+        updates.append(AddSchema(converted.to_json(new_id)))
+        return new_id
 
-    def _spec_id_for(self, partition_columns: Sequence[str], converted: ConvertedSchema) -> int:
+    def _spec_id_for(
+        self, partition_columns: Sequence[str], converted: ConvertedSchema, updates: list[MetadataUpdate]
+    ) -> int:
         wanted = [(converted.top[name].field_id, name) for name in partition_columns]
         specs = self.metadata.partition_specs
         for spec in specs:
@@ -185,8 +211,8 @@ class IcebergTable:
                 last += 1
                 fid = last
             fields.append(SpecField(name, "identity", source_id, fid))
-        self.metadata.last_partition_id = max(last, self.metadata.last_partition_id)
-        return self.metadata.add_spec(tuple(fields))
+        updates.append(AddPartitionSpec(tuple(fields)))  # last-partition-id rises to its new field ids
+        return max((s.spec_id for s in specs), default=-1) + 1
 
     def partition_fields(self, spec_id: int) -> list[PartitionField]:
         """The spec's fields with result types from the current schema (types may have been widened)."""
@@ -220,8 +246,11 @@ class IcebergTable:
             "total-position-deletes",
         )
         known = all(s.get(k, "").isdigit() for k in keys)
-        totals = tuple(int(s[k]) for k in keys) if known else (0, 0, 0, 0, 0)
-        self.files = LiveFiles.read(self.root, self.fv, self.partition_fields, snap.manifest_list, totals)  # type: ignore[arg-type]
+        files, records, size, deletes, positions = (int(s[k]) for k in keys) if known else (0,) * 5
+        totals = (files, records, size, deletes, positions)
+        self.files = LiveFiles.read(
+            self.root, self.fv, self.partition_fields, snap.manifest_list, totals, self.io
+        )
         if not known:
             self.files.index()  # totals unknown: count them from the manifests
 
@@ -260,7 +289,7 @@ class IcebergTable:
         try:
             import pyarrow.parquet as pq
 
-            return int(pq.read_metadata(storage.parquet_source(local_path)).num_rows)
+            return int(pq.read_metadata(self.io.new_input(local_path).parquet_source()).num_rows)
         except (OSError, ValueError):
             return None
 
@@ -372,33 +401,6 @@ class IcebergTable:
             sid = (sid + 1) & _MASK63
         return sid
 
-    def record_delta_version(self, version: int) -> None:
-        self.metadata.properties[PROP_DELTA_VERSION] = str(version)
-        self.metadata.properties[PROP_DELTA_TABLE_ID] = self.delta_table_id
-
-    # -- commit ----------------------------------------------------------------------------------
-
-    def commit(self, previous: tuple[int, Location] | None) -> tuple[int, Location]:
-        """Write ``v<N+1>.metadata.json`` (create-if-absent) and the version hint.
-
-        The create fails when the name exists, on every store (a local ``link``, S3
-        ``If-None-Match: *``, GCS ``ifGenerationMatch=0``, Azure ``If-None-Match: *``): of two runs
-        racing for one version exactly one commits, the other raises ConcurrentWriteError.
-        """
-        meta = self.metadata
-        version = 1 if previous is None else previous[0] + 1
-        now = int(time.time() * 1000)
-        if previous is not None:
-            meta.metadata_log.append(MetadataLogEntry(uri(previous[1]), meta.last_updated_ms))
-        meta.last_updated_ms = max(now, meta.last_snapshot_ms, meta.last_updated_ms)
-        target = self.meta_dir / f"v{version}.metadata.json"
-        if not storage.create_if_absent(target, json.dumps(meta.to_json(), indent=2).encode("utf-8")):
-            raise ConcurrentWriteError(
-                f"{target} appeared while converting: another conversion committed first; run it again"
-            )
-        storage.write_bytes(self.meta_dir / VERSION_HINT, str(version).encode("utf-8"))
-        return version, target
-
-    def discard(self) -> None:
-        """Remove the Avro files of a run that did not commit (they are referenced by nothing)."""
-        self.writer.discard()
+    def delta_version_update(self, version: int) -> SetProperties:
+        """The properties that say which Delta version (of which Delta table) the metadata is at."""
+        return SetProperties(((PROP_DELTA_VERSION, str(version)), (PROP_DELTA_TABLE_ID, self.delta_table_id)))

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from icecompat_writer.deltalog.actions import Metadata, Protocol
-from icecompat_writer.errors import Violation
+from icecompat_writer.errors import TableReadError, Violation
 from icecompat_writer.iceberg.avro import (
     PartitionField,
     avro_name,
@@ -24,6 +24,18 @@ from icecompat_writer.iceberg.avro import (
     manifest_file_schema,
 )
 from icecompat_writer.iceberg.checks import COMPAT_V2, rule_set_for, table_violations
+from icecompat_writer.iceberg.metadata import (
+    AddPartitionSpec,
+    AddSchema,
+    AddSnapshot,
+    RaiseLastColumnId,
+    SetCurrentSchema,
+    SetDefaultSpec,
+    SetProperties,
+    SetSnapshotRef,
+    Snapshot,
+    TableMetadata,
+)
 from icecompat_writer.iceberg.schema import Primitive, SchemaIdError, convert_schema
 from icecompat_writer.iceberg.values import (
     PartitionValueError,
@@ -439,3 +451,28 @@ def test_what_only_delta_spark_refuses_does_not_block_the_iceberg_view() -> None
     assert [v.rule for v in validate("v3", md, planned.protocol)] == ["DELTA-SPARK-DECIMAL-PARTITION"]
     converted, problems = table_violations(planned.protocol, md, 3)
     assert problems == [] and converted is not None
+
+
+def test_metadata_updates_record_snapshots_refs_and_row_lineage() -> None:
+    meta = TableMetadata.new(3, "0b4b4f8e-5f0c-4d8a-9f2e-1c7d5b3a2e10", "file:///t")
+    meta.apply((AddSchema({"type": "struct", "fields": []}), SetCurrentSchema(0), RaiseLastColumnId(4)))
+    meta.apply((RaiseLastColumnId(2), AddPartitionSpec(()), SetDefaultSpec(0)))
+    assert (meta.current_schema_id, meta.last_column_id, meta.default_spec_id) == (0, 4, 0)
+    first = Snapshot(11, 1, 1000, "file:///t/metadata/snap-11.avro", {}, 0, None, 0, 5)
+    second = Snapshot(12, 3, 2000, "file:///t/metadata/snap-12.avro", {}, 0, 11, 5, 2)
+    meta.apply((AddSnapshot(first), SetSnapshotRef(11), SetProperties((("a", "1"), ("b", "2")))))
+    meta.apply((AddSnapshot(second),))
+    # Recorded but not yet current: the ref moves only with its own update.
+    assert (meta.current_snapshot_id, meta.last_sequence_number, meta.next_row_id) == (11, 3, 7)
+    meta.apply((SetSnapshotRef(12),))
+    doc = meta.to_json()
+    assert doc["refs"] == {"main": {"snapshot-id": 12, "type": "branch"}} and doc["current-snapshot-id"] == 12
+    assert doc["snapshot-log"] == [
+        {"timestamp-ms": 1000, "snapshot-id": 11},
+        {"timestamp-ms": 2000, "snapshot-id": 12},
+    ]
+    assert list(doc["properties"]) == ["a", "b"]
+    with pytest.raises(ValueError, match="only the main branch"):
+        meta.apply((SetSnapshotRef(11, "audit"),))
+    with pytest.raises(TableReadError, match="snapshot 99 is not in the table metadata"):
+        meta.apply((SetSnapshotRef(99),))
