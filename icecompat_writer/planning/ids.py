@@ -193,8 +193,8 @@ def assign_column_ids(
             md = _metadata(f)
         cid = md.get(CM_ID)
         pn = md.get(CM_PHYSICAL_NAME)
-        has_pn = isinstance(pn, str) and pn != ""
-        if _is_id(cid):
+        has_pn = pn != "" and isinstance(pn, str)
+        if cid is not None and _is_id(cid):
             if not has_pn:
                 pn = md[CM_PHYSICAL_NAME] = "col-" + str(cid)
                 add((path, CM_PHYSICAL_NAME + "=" + pn))
@@ -202,18 +202,20 @@ def assign_column_ids(
                 keep(field)
             continue
         top += 1
-        if not has_pn:
-            while "col-" + str(top) in taken:
-                top += 1
-        md[CM_ID] = top
         if has_pn:
+            md[CM_ID] = top
             add((path, f"{CM_ID}={top}"))
             if keep is not None:
                 keep(field)
-        else:
-            text = str(top)
-            md[CM_PHYSICAL_NAME] = "col-" + text
-            add((path, id_is + text + then_name + text))
+            continue
+        text = str(top)
+        if taken:
+            while "col-" + text in taken:
+                top += 1
+                text = str(top)
+        md[CM_ID] = top
+        md[CM_PHYSICAL_NAME] = "col-" + text
+        add((path, id_is + text + then_name + text))
     ids.max = top
     return changed
 
