@@ -17,7 +17,7 @@ import pytest
 
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import CompatViolation
-from icecompat_writer.jvm import protocol, service
+from icecompat_writer.jvm import service
 from icecompat_writer.planning import judge
 from icecompat_writer.upgrading import upgrade_table
 from tests.support import commits, latest, tree_state
@@ -125,11 +125,6 @@ def test_the_rule_service_refuses_the_command_and_plans_other_operations(tmp_pat
     assert "icecompat upgrade --profile v3" in refused["report"]
     planned = _plan_metadata(tmp_path, None)
     assert planned["ok"] is True and planned["profile"] == "v3", planned
-
-
-def test_plan_metadata_carries_command_properties_in_the_protocol() -> None:
-    names = {f.name for f in protocol.PlanMetadata.__dataclass_fields__.values()}
-    assert "command_properties" in names
 
 
 # --- real Spark, real Delta, through the guard -------------------------------------------------------
