@@ -1,11 +1,12 @@
 """Time ``plan`` + ``validate`` on synthetic nested schemas of 100, 1,000 and 10,000 leaves.
 
-Not a test: run ``.venv/bin/python bench/bench_planning.py [--repeat 5] [--profile v3]``. For each size
-it builds a DataFrame-like schema (no column-mapping metadata: the planner must assign every id) mixing
-plain columns, structs, arrays of structs and maps with struct keys and array values, then reports the
-median of ``--repeat`` runs of: planning a new table, validating the plan, and re-planning the
-compliant result (the no-op path every append takes). The target is plan + validate < 100 ms at 10,000
-leaves.
+Not a test: run ``.venv/bin/python bench/bench_planning.py [--repeat 5] [--profile v3]``, or
+``--compare REV [--rounds 5]`` for REV's planner and the working tree's side by side in one run. For
+each size it builds a DataFrame-like schema (no column-mapping metadata: the planner must assign
+every id) mixing plain columns, structs, arrays of structs and maps with struct keys and array values,
+then reports the median of ``--repeat`` runs of: planning a new table, validating the plan, and
+re-planning the compliant result (the no-op path every append takes). The target is plan + validate
+< 50 ms at 10,000 leaves.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -129,16 +131,20 @@ def measure(profile: str, sizes: list[int], repeat: int) -> list[PlanningRow]:
     return rows
 
 
-def measure_alone(profile: str, sizes: list[int], repeat: int) -> list[PlanningRow]:
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def measure_alone(profile: str, sizes: list[int], repeat: int, root: Path = ROOT) -> list[PlanningRow]:
     """The same measurement in a new Python process that never starts a JVM (pure Python).
 
     ``bench.run`` measures planning inside the Spark driver, where ``compat_write`` plans; this is the
-    reference that shows how much of that figure is the planner's own work.
+    reference that shows how much of that figure is the planner's own work. ``root``: the source tree
+    whose package is measured (another revision's, for :func:`compare`).
     """
     out = subprocess.run(
         [sys.executable, "-m", "bench.bench_planning", "--profile", profile, "--repeat", str(repeat),
          "--sizes", ",".join(str(n) for n in sizes), "--json"],
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=root,
         capture_output=True,
         text=True,
         check=True,
@@ -146,19 +152,64 @@ def measure_alone(profile: str, sizes: list[int], repeat: int) -> list[PlanningR
     return [PlanningRow(**row) for row in json.loads(out.stdout)]
 
 
+def compare(revision: str, profiles: list[str], sizes: list[int], repeat: int, rounds: int) -> None:
+    """Before and after, side by side in one run: ``revision``'s planner against the working tree's.
+
+    The revision's ``icecompat_writer`` and ``bench`` are exported into a temporary directory; each
+    round measures both trees in new processes, in alternating order, so that a change of the
+    machine's load during the run weighs on both alike. Prints the median over all rounds' medians.
+    """
+    with tempfile.TemporaryDirectory(prefix="bench-planning-") as tmp:
+        archive = subprocess.run(
+            ["git", "archive", revision, "icecompat_writer", "bench"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        trees = {revision: Path(tmp), "working tree": ROOT}
+        got: dict[tuple[str, str, int], list[PlanningRow]] = {}
+        for r in range(rounds):
+            for profile in profiles:
+                for name in list(trees) if r % 2 == 0 else list(reversed(trees)):
+                    for row in measure_alone(profile, sizes, repeat, trees[name]):
+                        got.setdefault((name, profile, row.leaves), []).append(row)
+    print(f"median over {rounds} rounds of the median of {repeat} runs (ms), each tree in new processes")
+    print(f"{'profile':>10} {'leaves':>7} {'tree':>14} {'plan+validate':>14} {'validate':>9} {'re-plan':>8}")
+    for profile in profiles:
+        for leaves in sizes:
+            for name in trees:
+                rows = got[(name, profile, leaves)]
+                med = [statistics.median(getattr(x, a) for x in rows)
+                       for a in ("plan_validate_ms", "validate_ms", "replan_ms")]  # fmt: skip
+                cells = f"{med[0]:>14.1f} {med[1]:>9.1f} {med[2]:>8.1f}"
+                print(f"{profile:>10} {leaves:>7} {name[:14]:>14} {cells}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--profile", default="v3", choices=list(PROFILES))
+    ap.add_argument(
+        "--profile", default=None, choices=list(PROFILES), help="default: v3 (--compare: v3, writer-v1)"
+    )
     ap.add_argument("--sizes", default="100,1000,10000")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON (what bench.run reads)")
+    ap.add_argument(
+        "--compare", metavar="REV", help="measure REV's planner and the working tree's, interleaved"
+    )
+    ap.add_argument("--rounds", type=int, default=5, help="rounds of --compare")
     args = ap.parse_args()
+    if args.compare:
+        profiles = [args.profile] if args.profile else ["v3", "writer-v1"]
+        compare(args.compare, profiles, [int(s) for s in args.sizes.split(",")], args.repeat, args.rounds)
+        return
 
-    rows = measure(args.profile, [int(s) for s in args.sizes.split(",")], args.repeat)
+    rows = measure(args.profile or "v3", [int(s) for s in args.sizes.split(",")], args.repeat)
     if args.json:
         print(json.dumps([r.__dict__ for r in rows]))
         return
-    print(f"profile {args.profile}, median of {args.repeat} runs, cold (index cache emptied before each run)")
+    profile = args.profile or "v3"
+    print(f"profile {profile}, median of {args.repeat} runs, cold (index cache emptied before each run)")
     print(f"{'leaves':>8} {'changes':>8} {'plan+validate ms':>17} {'validate ms':>12} {'re-plan ms':>11}")
     for r in rows:
         print(

@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 # The version of the messages below; the JVM's ServiceMessages.PROTOCOL_VERSION must equal it.
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 
 class ProtocolError(IcecompatError):
@@ -99,6 +99,8 @@ class PlanMetadata(_Message):
     table_exists: bool = field(default=False, metadata=_BOOL)
     old_protocol: JsonObject | None = field(default=None, metadata=_OBJECT)
     old_metadata: JsonObject | None = field(default=None, metadata=_OBJECT)
+    # the properties of the ALTER TABLE ... SET TBLPROPERTIES making this change; absent for any other
+    command_properties: Mapping[str, str] | None = field(default=None, metadata=_STRMAP)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -93,7 +93,7 @@ from icecompat_writer.planning import judge, plan, validate
 from icecompat_writer.rules.detection import WRITER_PROFILES, declared_profile, held_profile
 from icecompat_writer.rules.evaluate import finding_violation
 from icecompat_writer.rules.model import Finding, Scope
-from icecompat_writer.rules.writes import check_properties, runtime_violations
+from icecompat_writer.rules.writes import check_properties
 from icecompat_writer.version import __version__
 
 __all__ = ["handle", "main"]
@@ -169,7 +169,16 @@ def _plan_metadata(req: PlanMetadata) -> Answer:
         stale = _files_below(profile, planned, previous, str(req.table))
         if stale:
             return _refusal(profile, stale, where)
-    problems = _runtime_violations(planned, new, previous)
+    # Delta's write rules on the planned state, as compat_write's; an ALTER TABLE ... SET TBLPROPERTIES
+    # (the JVM sends its properties) is also held to what delta-spark refuses of that command.
+    problems = judge(
+        None,
+        planned.metadata,
+        planned.protocol,
+        previous,
+        asked=_asked(new, previous),
+        set_properties=req.command_properties is not None,
+    )
     if problems:
         return _refusal(profile, problems, where)
     if not planned.changed and new == proposed:
@@ -214,11 +223,6 @@ def _write_rule_violations(new: Any, previous: Any) -> list[Violation]:
     problems: list[Violation] = []
     check_properties(_asked(new, previous), problems)
     return problems
-
-
-def _runtime_violations(planned: Any, new: Any, previous: Any) -> list[Violation]:
-    """What delta-spark would fail on in the planned state (``DELTA-WRITE-*``), as compat_write."""
-    return runtime_violations(planned.metadata, planned.protocol, _asked(new, previous))
 
 
 def _files_below(profile: str, planned: Any, previous: Any, table: str) -> list[Violation]:
@@ -418,6 +422,7 @@ def _declared_later(req: CheckCommit, previous: Any, metadata: Any, delete: Any)
             new_metadata=previous.metadata.with_configuration(
                 {**previous.metadata.configuration, **{str(k): str(v) for k, v in asked.items()}}
             ).to_json(),
+            command_properties=asked,
         )
     )
     if answer.get("ok") or not answer.get("violations"):

@@ -72,6 +72,8 @@ class PlanState:
         # id() of new field dict -> the previous field it is (set by the physical-names-stable fixer)
         self.matches: dict[int, Mapping[str, Any]] = {}
         self._ids: idplan.IdCounter | None = None
+        # the fields whose physical name the id fixer did not make col-<id> (None: it has not run)
+        self.kept: list[tuple[dict[str, Any], str]] | None = None
         # One parse up front: the fields never change shape while planning, only their metadata does.
         self.scan = idplan.scan(self.schema)
         self.writer = feat.writer_features(protocol)
@@ -189,16 +191,24 @@ def _fix_stable(state: PlanState, rule: Rule) -> None:
 @fixer("column_ids_assigned", phase=30)
 def _fix_ids(state: PlanState, rule: Rule) -> None:
     """Assign a fresh id (and physical name col-<id>) to every field that has none."""
-    state.log(rule, idplan.assign_column_ids(state.scan.fields, state.ids))
+    # the scan's col- names still hold unless an earlier fixer copied a previous table's names
+    taken = state.scan.generated if state.previous is None else None
+    state.kept = []
+    state.log(rule, idplan.assign_column_ids(state.scan.fields, state.ids, taken=taken, kept=state.kept))
 
 
 @fixer("physical_name_pattern", phase=40)
 def _fix_physical(state: PlanState, rule: Rule) -> None:
-    """Rename, physically, only columns that are new in this write: existing ones have data files."""
+    """Rename, physically, only columns that are new in this write: existing ones have data files.
+
+    A field the id fixer just named ``col-<id>`` already has the name this template gives it."""
     matches = state.matches
-    state.log(
-        rule, idplan.rename_physical(state.scan.fields, rule.param("template"), lambda f: id(f) in matches)
-    )
+    template = rule.param("template")
+    fields = state.kept if state.kept is not None and template == _GENERATED else state.scan.fields
+    state.log(rule, idplan.rename_physical(fields, template, lambda f: id(f) in matches))
+
+
+_GENERATED = "col-{id}"  # the physical name assign_column_ids gives a field it hands an id
 
 
 @fixer("nested_ids_assigned", phase=50)

@@ -58,6 +58,7 @@ class Scan:
     model: Schema
     max_id: int
     metadata_keys: set[str]
+    generated: set[str]  # the physical names of the form ``col-...`` the fields have (see assign_column_ids)
     _fields: list[tuple[dict[str, Any], str]] | None = None
 
     @property
@@ -77,6 +78,7 @@ def scan(schema: Mapping[str, Any]) -> Scan:
     model = parse_schema(schema)
     top = 0
     keys: set[str] = set()
+    generated: set[str] = set()
     for f in model.fields:
         md = f.raw.get("metadata")
         if md:
@@ -89,7 +91,10 @@ def scan(schema: Mapping[str, Any]) -> Scan:
                 for v in nested.values():
                     if _is_id(v) and v > top:
                         top = v
-    return Scan(model, top, keys)
+            pn = md.get(CM_PHYSICAL_NAME) if isinstance(md, dict) else None
+            if isinstance(pn, str) and pn.startswith("col-"):
+                generated.add(pn)
+    return Scan(model, top, keys, generated)
 
 
 def index_scanned(schema: Mapping[str, Any], shape: Scan) -> SchemaIndex:
@@ -159,39 +164,58 @@ def copy_previous_mapping(
     return changed, matches
 
 
-def assign_column_ids(fields: Fields, ids: IdCounter) -> Changed:
+def assign_column_ids(
+    fields: Fields,
+    ids: IdCounter,
+    *,
+    taken: set[str] | None = None,
+    kept: list[tuple[dict[str, Any], str]] | None = None,
+) -> Changed:
     """Give every field without one a fresh id, and a physical name ``col-<id>`` where it has none.
 
     An id whose ``col-<id>`` a field already has as its physical name (a column named ``col-3`` in a
     table that had no column mapping keeps that name for its data files) is skipped, so that a new
-    column never shares a physical name with another.
+    column never shares a physical name with another. ``taken``: those names, when the caller knows
+    them (:attr:`Scan.generated` of a schema nothing renamed since); ``kept``, when given, receives
+    every field whose physical name is not one this call made ``col-<its id>``.
     """
     changed: Changed = []
     add = changed.append
+    keep = kept.append if kept is not None else None
     id_is, then_name = CM_ID + "=", ", " + CM_PHYSICAL_NAME + "=col-"  # concatenated: a third of format()
     top = ids.max  # handed out locally (one attribute write at the end instead of a call per field)
-    taken = _generated_names_in_use(fields)
-    for f, path in fields:
-        md = _metadata(f)
+    if taken is None:
+        taken = _generated_names_in_use(fields)
+    for field in fields:
+        f, path = field
+        md = f.get("metadata")
+        if type(md) is not dict:
+            md = _metadata(f)
         cid = md.get(CM_ID)
         pn = md.get(CM_PHYSICAL_NAME)
-        has_pn = isinstance(pn, str) and pn != ""
-        if _is_id(cid):
+        has_pn = pn != "" and isinstance(pn, str)
+        if cid is not None and _is_id(cid):
             if not has_pn:
                 pn = md[CM_PHYSICAL_NAME] = "col-" + str(cid)
                 add((path, CM_PHYSICAL_NAME + "=" + pn))
+            elif keep is not None:
+                keep(field)
             continue
         top += 1
-        if not has_pn:
-            while "col-" + str(top) in taken:
-                top += 1
-        md[CM_ID] = top
         if has_pn:
+            md[CM_ID] = top
             add((path, f"{CM_ID}={top}"))
-        else:
-            text = str(top)
-            md[CM_PHYSICAL_NAME] = "col-" + text
-            add((path, id_is + text + then_name + text))
+            if keep is not None:
+                keep(field)
+            continue
+        text = str(top)
+        if taken:
+            while "col-" + text in taken:
+                top += 1
+                text = str(top)
+        md[CM_ID] = top
+        md[CM_PHYSICAL_NAME] = "col-" + text
+        add((path, id_is + text + then_name + text))
     ids.max = top
     return changed
 

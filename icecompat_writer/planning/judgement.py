@@ -15,6 +15,9 @@ them builds its own list of checks:
 - ``footers_required``, a write's own new files (compat_write, the upgrade, the guard): a file
   whose footer could not be read is refused (``DELTA-WRITE-FOOTER-UNREAD``) instead of passing the
   file rules unjudged; an audit reports the read error as its own finding;
+- ``set_properties``, the metadata change is an ``ALTER TABLE ... SET TBLPROPERTIES`` (the guard
+  learns it from the running command): delta-spark refuses some such commands that another
+  operation may commit (``DELTA-WRITE-ALTER-V3-ROW-TRACKING``), so they are judged as the command;
 - ``engine_limits=False``: delta-spark's own limits
   (:data:`~icecompat_writer.rules.catalog.DELTA_SPARK_RULES`) are left out, for a reader of the
   table (the Iceberg emitter) rather than a writer.
@@ -32,9 +35,11 @@ from icecompat_writer.model import Metadata, Protocol, TableStateLike
 from icecompat_writer.rules.catalog import ASSIGNED_AT_COMMIT, DELTA_SPARK_RULES
 from icecompat_writer.rules.evaluate import validate
 from icecompat_writer.rules.model import Scope
-from icecompat_writer.rules.profiles import Profile
+from icecompat_writer.rules.profiles import Profile, get_profile
 from icecompat_writer.rules.writes import (
+    alter_violations,
     check_properties,
+    enable_v3_by_upgrade,
     runtime_violations,
     shallow_clone_violations,
     unread_footer_violations,
@@ -56,6 +61,7 @@ def judge(
     table_properties: bool = False,
     engine_limits: bool = True,
     footers_required: bool = False,
+    set_properties: bool = False,
     scopes: Collection[Scope] | None = None,
 ) -> list[Violation]:
     """Every violation of ``profile`` (and of Delta's own write rules) by a table state.
@@ -64,7 +70,9 @@ def judge(
     ``replace`` rules compare against it; None for a new table or an audit), ``files`` the facts of
     the data files to hold to the file rules. ``profile`` None judges only Delta's own write rules
     (``asked``, ``outside``, ``table_properties``). ``committed`` False: the files are not committed
-    yet, so the rules Delta satisfies at commit are skipped. ``scopes`` restricts the profile's rules.
+    yet, so the rules Delta satisfies at commit are skipped. ``set_properties``: the state is what an
+    ``ALTER TABLE ... SET TBLPROPERTIES`` would commit over ``previous``. ``scopes`` restricts the
+    profile's rules.
     The violations come in the order profile rules, then Delta's write rules; callers that show them
     sort them (:class:`~icecompat_writer.errors.CompatViolation` does).
     """
@@ -78,10 +86,14 @@ def judge(
             found = [v for v in found if v.rule not in ASSIGNED_AT_COMMIT]
         if not engine_limits:
             found = [v for v in found if v.rule not in DELTA_SPARK_RULES]
+        else:
+            found = enable_v3_by_upgrade(get_profile(profile).name, found, metadata, protocol)
     if outside:
         found.extend(shallow_clone_violations(outside))
     if asked is not None:
         found.extend(runtime_violations(metadata, protocol, asked))
+    if set_properties and previous is not None and engine_limits:
+        found.extend(alter_violations(metadata, previous.metadata, previous.protocol))
     if table_properties:
         check_properties(metadata.configuration, found)
     return found

@@ -1075,6 +1075,23 @@ def _layer_rules() -> list[Rule]:
             "IcebergCompatV3",
         ),
         Rule(
+            "DELTA-WRITE-ALTER-V3-ROW-TRACKING",
+            V3S,
+            None,
+            checks="An ALTER TABLE ... SET TBLPROPERTIES does not enable IcebergCompatV3 on a table whose "
+            "row tracking is already enabled (delta-spark refuses that command).",
+            message="this ALTER TABLE ... SET TBLPROPERTIES enables IcebergCompatV3 on a table whose row "
+            "tracking is already enabled ({observed}): delta-spark 4.4 refuses that command "
+            "(CheckNoRowTrackingBeforeUpgradeV3), although the protocol allows the state it asks for",
+            fix="run `icecompat upgrade --profile {target}` on the table: it enables IcebergCompatV3 in a "
+            "commit of its own (not a SET TBLPROPERTIES) and keeps the row ids the table has",
+            clause=SPARK,
+            also=(R3_WRITER,),
+            reference=SPARK_ICV + " CheckNoRowTrackingBeforeUpgradeV3",
+            stages=(Stage.COMMIT,),
+            layer=_WRITES,
+        ),
+        Rule(
             "DELTA-WRITE-SHALLOW-CLONE",
             ALL,
             None,

@@ -66,7 +66,16 @@ def _validate(
         kind = kind_of(rule)
         if scopes is not None and kind.scope not in scopes:
             continue
-        out.extend(_violation(prof.name, rule, finding) for finding in kind.check(ctx, rule))
+        found: Iterable[Finding]
+        if kind.schema_only:  # judged once per index: the schema and the rule decide them alone
+            memo = ctx.schema.findings
+            hit = memo.get(rule.id)
+            if hit is None:
+                hit = memo[rule.id] = tuple(kind.check(ctx, rule))
+            found = hit
+        else:
+            found = kind.check(ctx, rule)
+        out.extend(_violation(prof.name, rule, finding) for finding in found)
     out.sort(key=_order)
     return out
 

@@ -28,6 +28,7 @@ from icecompat_writer.rules.schema import (
     CM_ID,
     CM_NESTED_IDS,
     CM_PHYSICAL_NAME,
+    SchemaIndex,
     column_id,
     contains_struct,
     decimal_params,
@@ -41,8 +42,7 @@ from icecompat_writer.rules.schema import (
     type_text,
 )
 from icecompat_writer.schema import Schema
-from icecompat_writer.schema.model import ArrayType, Field, MapType, PrimitiveType, StructType
-from icecompat_writer.schema.visitor import SchemaVisitor, visit
+from icecompat_writer.schema.model import Field, StructType
 
 __all__ = ["KINDS", "Kind", "check_against_kinds"]
 
@@ -59,6 +59,10 @@ class Kind:
     params: tuple[str, ...]
     fields: tuple[str, ...]
     doc: str
+    # The findings depend on the schema and the rule's params alone (not on properties or protocol),
+    # so :func:`~icecompat_writer.rules.validate` keeps them with the schema's index, whose schema
+    # never changes: the plan's own validation and the writer's after it judge one index once.
+    schema_only: bool = False
 
 
 KINDS: dict[str, Kind] = {}
@@ -72,15 +76,22 @@ def kind_of(rule: Rule) -> Kind:
 
 
 def kind(
-    name: str, scope: Scope, params: tuple[str, ...] = (), fields: tuple[str, ...] = ()
+    name: str,
+    scope: Scope,
+    params: tuple[str, ...] = (),
+    fields: tuple[str, ...] = (),
+    schema_only: bool = False,
 ) -> Callable[[Check], Check]:
-    """Register a check function as kind ``name`` (its docstring becomes the kind's description)."""
+    """Register a check function as kind ``name`` (its docstring becomes the kind's description);
+    ``schema_only``: it reads nothing of the context but ``ctx.schema`` (see :attr:`Kind.schema_only`)."""
 
     def register(fn: Check) -> Check:
         if name in KINDS:
             raise ValueError(f"kind {name} registered twice")
+        if schema_only and scope is not Scope.SCHEMA:
+            raise ValueError(f"kind {name}: only a schema kind can depend on the schema alone")
         doc = " ".join((fn.__doc__ or "").split())
-        KINDS[name] = Kind(name, scope, fn, params, fields, doc)
+        KINDS[name] = Kind(name, scope, fn, params, fields, doc, schema_only)
         return fn
 
     return register
@@ -270,10 +281,12 @@ def _profile_exclusive(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
 # --- schema ----------------------------------------------------------------------------------------
 
 
-@kind("column_ids_assigned", Scope.SCHEMA)
+@kind("column_ids_assigned", Scope.SCHEMA, schema_only=True)
 def _column_ids_assigned(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """Every struct field, nested ones included, has an integer ``delta.columnMapping.id`` and a
     non-empty ``delta.columnMapping.physicalName``."""
+    if ctx.schema.complete:  # the index saw both on every field
+        return
     for f in ctx.schema.fields:
         md = f.metadata
         pn = md.get(CM_PHYSICAL_NAME)
@@ -285,12 +298,16 @@ def _column_ids_assigned(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
             )
 
 
-@kind("ids_unique", Scope.SCHEMA, params=("min_id", "max_id"), fields=("id",))
+@kind("ids_unique", Scope.SCHEMA, params=("min_id", "max_id"), fields=("id",), schema_only=True)
 def _ids_unique(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """Column ids and nested ids are pairwise distinct and within [``min_id``, ``max_id``]."""
     lo, hi = int(rule.param("min_id")), int(rule.param("max_id"))
+    found = ctx.schema.all_ids()
+    values = [value for value, _ in found]
+    if not values or (len(set(values)) == len(values) and lo <= min(values) and max(values) <= hi):
+        return  # the common case, without a path per id
     first: dict[int, str] = {}
-    for value, path in ctx.schema.all_ids():
+    for value, path in found:
         if not lo <= value <= hi:
             yield _f(path, observed=value, expected=f"{lo}..{hi}", id=value)
         other = first.setdefault(value, path)
@@ -302,7 +319,7 @@ def _ids_unique(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
 def _max_column_id(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """``delta.columnMapping.maxColumnId`` is an integer at least as large as every column id and
     nested id in the schema."""
-    top = max((v for v, _ in ctx.schema.all_ids()), default=None)
+    top = ctx.schema.max_id()
     if top is None:
         return
     raw = ctx.config.get(MAX_COLUMN_ID_KEY)
@@ -314,7 +331,7 @@ def _max_column_id(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
         yield _f(observed=_shown(raw), expected=f">= {top}", key=MAX_COLUMN_ID_KEY)
 
 
-@kind("nested_ids_assigned", Scope.SCHEMA, fields=("key", "owner"))
+@kind("nested_ids_assigned", Scope.SCHEMA, fields=("key", "owner"), schema_only=True)
 def _nested_ids_assigned(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """Every array element and map key/value has an integer id in ``delta.columnMapping.nested.ids``
     of its nearest ancestor struct field, under the key <physical name>.<element|key|value>..."""
@@ -331,30 +348,13 @@ def _nested_ids_assigned(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
             )
 
 
-class _SharedPhysicalNames(SchemaVisitor[None]):
-    """Collects, struct by struct, each field whose physical name an earlier sibling already has."""
-
-    def __init__(self) -> None:
-        self.found: list[tuple[Field, Field]] = []  # (field, the earlier sibling with its name)
-
-    def struct(self, struct: StructType, field_results: list[None]) -> None:
-        first: dict[str, Field] = {}
-        for f in struct.fields:
-            other = first.setdefault(f.physical_name, f)
-            if other is not f:
-                self.found.append((f, other))
-
-    def field(self, field: Field, type_result: None) -> None:
-        return None
-
-    def array(self, array: ArrayType, element_result: None) -> None:
-        return None
-
-    def map(self, map_type: MapType, key_result: None, value_result: None) -> None:
-        return None
-
-    def primitive(self, primitive: PrimitiveType) -> None:
-        return None
+def _structs(model: Schema) -> list[StructType]:
+    """Every struct of a parsed schema: the top level, then each struct-typed field, array element or
+    map key/value, from the flat lists the parse made (no walk)."""
+    out = [model.struct]
+    out.extend(f.type for f in model.fields if type(f.type) is StructType)
+    out.extend(s.type for s in model.slots if type(s.type) is StructType)
+    return out
 
 
 @kind("physical_names_unique", Scope.SCHEMA, fields=("other", "physical"))
@@ -362,26 +362,46 @@ def _physical_names_unique(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """Under column mapping (id or name), no two fields of one struct (the top level, a nested struct,
     a struct inside an array or map) share a physical name: every physical field path is unique, so a
     data file's column belongs to exactly one field."""
-    model = ctx.schema.model
+    index = ctx.schema
+    model = index.model
     if model is None or column_mapping_mode(ctx.config) not in ("name", "id"):
         return
-    shared = _SharedPhysicalNames()
-    visit(model, shared)
-    for f, other in shared.found:
-        yield _f(
-            f.path,
-            observed=f.physical_name,
-            expected=f"a physical name no sibling has (`{other.path}` has {f.physical_name!r})",
-            other=other.path,
-            physical=f.physical_name,
-        )
+    # past the mode, the schema alone decides: kept with the index like a schema-only kind's findings
+    hit = index.findings.get(rule.id)
+    if hit is None:
+        hit = index.findings[rule.id] = tuple(_shared_physical_names(index, model))
+    yield from hit
 
 
-@kind("physical_name_pattern", Scope.SCHEMA, params=("template",))
+def _shared_physical_names(index: SchemaIndex, model: Schema) -> Iterator[Finding]:
+    nodes = index.fields  # in the model's field order: the physical names were read when indexed
+    for struct in _structs(model):
+        names = [nodes[f.index].physical_name for f in struct.fields]
+        if len(set(names)) == len(names):
+            continue
+        first: dict[str, Field] = {}
+        for f, name in zip(struct.fields, names, strict=True):
+            other = first.setdefault(name, f)
+            if other is not f:
+                yield _f(
+                    f.path,
+                    observed=name,
+                    expected=f"a physical name no sibling has (`{other.path}` has {name!r})",
+                    other=other.path,
+                    physical=name,
+                )
+
+
+@kind("physical_name_pattern", Scope.SCHEMA, params=("template",), schema_only=True)
 def _physical_name_pattern(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """Every field with a column id has the physical name ``template`` filled with that id."""
     fill = id_filler(rule.param("template"))
-    for f in ctx.schema.fields:
+    index = ctx.schema
+    if index.complete:  # every physical name is the field's own: compare them all at once
+        nodes = index.fields
+        if [f.physical_name for f in nodes] == [fill(f.column_id) for f in nodes]:  # type: ignore[arg-type]
+            return
+    for f in index.fields:
         cid = f.column_id
         if cid is None:
             continue
@@ -391,7 +411,7 @@ def _physical_name_pattern(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
             yield _f(f.path, observed=_shown(got), expected=want)
 
 
-@kind("type_allowlist", Scope.SCHEMA, params=("allowed",), fields=("type",))
+@kind("type_allowlist", Scope.SCHEMA, params=("allowed",), fields=("type",), schema_only=True)
 def _type_allowlist(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """Every type in the schema (columns, nested fields, array elements, map keys and values) is in
     ``allowed`` (Delta type names; ``decimal`` stands for every precision and scale)."""
@@ -417,7 +437,7 @@ def _forbidden_partition_types(ctx: EvalContext, rule: Rule) -> Iterator[Finding
                      type=type_text(f.type))  # fmt: skip
 
 
-@kind("forbidden_types", Scope.SCHEMA, params=("types",), fields=("type",))
+@kind("forbidden_types", Scope.SCHEMA, params=("types",), fields=("type",), schema_only=True)
 def _forbidden_types(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """No type in the schema is one of ``types``."""
     for t in ctx.schema.of_categories(rule.param("types")):
@@ -494,7 +514,7 @@ def _type_widening_allowlist(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
             )
 
 
-@kind("literal_write_defaults", Scope.SCHEMA, params=("key",), fields=("key", "type"))
+@kind("literal_write_defaults", Scope.SCHEMA, params=("key",), fields=("key", "type"), schema_only=True)
 def _literal_write_defaults(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """Every column default stored under ``key`` is a literal value of its column's type, written in a
     form delta-spark accepts (see ``literals``): an expression, ``NULL`` or a typed literal is not."""
@@ -506,7 +526,7 @@ def _literal_write_defaults(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
             yield _f(f.path, observed=value, expected=expected, key=key, type=type_text(f.type))
 
 
-@kind("forbidden_column_metadata_key", Scope.SCHEMA, params=("keys",), fields=("key",))
+@kind("forbidden_column_metadata_key", Scope.SCHEMA, params=("keys",), fields=("key",), schema_only=True)
 def _forbidden_column_metadata_key(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """No column (at any nesting level) has any of ``keys`` in its metadata."""
     keys = rule.param("keys")

@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from icecompat_writer.errors import TableReadError
+from icecompat_writer.rules.model import Finding
 from icecompat_writer.schema import (
     CM_ID,
     CM_NESTED_IDS,
@@ -168,6 +169,9 @@ class SlotNode:
     owner: FieldNode
 
 
+_UNSET = object()
+
+
 class SchemaIndex:
     """Everything about one schema that rules look up, gathered in a single walk.
 
@@ -178,7 +182,8 @@ class SchemaIndex:
     """
 
     __slots__ = (
-        "_by_key", "_ids", "_types", "categories", "fields", "metadata_keys", "model", "root", "slots", "top",
+        "_by_key", "_ids", "_max_id", "_types", "categories", "complete", "fields", "findings",
+        "metadata_keys", "model", "root", "slots", "top",
     )  # fmt: skip
 
     def __init__(self, root: Mapping[str, Any]) -> None:
@@ -192,6 +197,12 @@ class SchemaIndex:
         self._types: list[TypeNode] | None = None
         self._by_key: dict[str, list[FieldNode]] = {}
         self._ids: list[tuple[int, str]] | None = None
+        self._max_id: object = _UNSET
+        # every field has an integer column id and a non-empty string physical name (index_model)
+        self.complete = False
+        # rule id -> the findings of a rule whose kind reads the schema alone (see evaluate.validate),
+        # or whose remaining inputs were decided before (physical_names_unique, past the mode)
+        self.findings: dict[str, tuple[Finding, ...]] = {}
 
     @property
     def types(self) -> list[TypeNode]:
@@ -246,6 +257,12 @@ class SchemaIndex:
             self._ids = out
         return self._ids
 
+    def max_id(self) -> int | None:
+        """The largest column id or nested id (None when there is none)."""
+        if self._max_id is _UNSET:
+            self._max_id = max((v for v, _ in self.all_ids()), default=None)
+        return self._max_id  # type: ignore[return-value]
+
     def top_level(self, name: str) -> FieldNode | None:
         """A top-level column by name: exact match first, then case-insensitive (as Delta resolves)."""
         for f in self.top:
@@ -278,6 +295,7 @@ def index_model(model: Schema) -> SchemaIndex:
     keys = idx.metadata_keys
     top = idx.top
     no_md = _NO_METADATA
+    complete = True
     for f in model.fields:
         raw = f.raw
         name = f.name
@@ -285,13 +303,17 @@ def index_model(model: Schema) -> SchemaIndex:
         if (type(md) is dict or isinstance(md, Mapping)) and md:
             keys.update(md)
             cid = md.get(CM_ID)
-            if not isinstance(cid, int) or isinstance(cid, bool):
+            if type(cid) is not int and (not isinstance(cid, int) or isinstance(cid, bool)):
                 cid = None
+                complete = False
             pn = md.get(CM_PHYSICAL_NAME)
-            if not isinstance(pn, str) or not pn:
-                pn = name
+            if type(pn) is not str or not pn:
+                if not isinstance(pn, str) or not pn:
+                    pn = name
+                    complete = False
         else:
             md, cid, pn = no_md, None, name
+            complete = False
         parent = f.parent
         node = FieldNode(
             f.path, name, raw, raw.get("type"), None if parent is None else nodes[parent.index], md, cid, pn
@@ -299,6 +321,7 @@ def index_model(model: Schema) -> SchemaIndex:
         nodes.append(node)
         if parent is None:
             top.append(node)
+    idx.complete = complete
     idx.slots = [
         SlotNode(s.path, nodes[s.owner.index].physical_name + s.steps, s.type.raw, nodes[s.owner.index])
         for s in model.slots

@@ -8,6 +8,7 @@ the checker (on a table's log) share them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,6 +16,8 @@ from icecompat_writer.errors import Violation
 from icecompat_writer.facts import DataFileFacts
 from icecompat_writer.model import Metadata, Protocol
 from icecompat_writer.rules.catalog import RULES_BY_ID, layer_violation
+from icecompat_writer.rules.detection import declared_profile
+from icecompat_writer.rules.model import clauses_text
 from icecompat_writer.schema import (
     ArrayType,
     Field,
@@ -30,7 +33,9 @@ __all__ = [
     "BOOLEAN_PROPERTIES",
     "CONFIG_NAMESPACES",
     "WRITE_PROFILE",
+    "alter_violations",
     "check_properties",
+    "enable_v3_by_upgrade",
     "runtime_violations",
     "shallow_clone_violations",
     "write_violation",
@@ -208,3 +213,62 @@ def variant_violations(metadata: Metadata, protocol: Protocol) -> list[Violation
         )
         for path in visit(metadata.schema_model, _VariantPaths())
     ]
+
+
+_ICV3 = "delta.enableIcebergCompatV3"
+_ROW_TRACKING = "delta.enableRowTracking"
+
+
+def _true(configuration: Mapping[str, Any], key: str) -> bool:
+    """A boolean table property as delta-spark reads it (``true`` in any case)."""
+    return str(configuration.get(key, "")).strip().lower() == "true"
+
+
+def row_tracking_before_v3(metadata: Metadata, protocol: Protocol) -> bool:
+    """Whether a table state has row tracking enabled (the ``rowTracking`` feature supported and
+    ``delta.enableRowTracking`` true) and IcebergCompatV3 not enabled: the state in which delta-spark
+    refuses a SET TBLPROPERTIES that enables IcebergCompatV3."""
+    config = metadata.configuration
+    supported = "rowTracking" in (protocol.writer_features or ())
+    return supported and _true(config, _ROW_TRACKING) and not _true(config, _ICV3)
+
+
+def alter_violations(metadata: Metadata, previous: Metadata, previous_protocol: Protocol) -> list[Violation]:
+    """An ``ALTER TABLE ... SET TBLPROPERTIES`` that enables IcebergCompatV3 on a table with row
+    tracking already enabled: delta-spark refuses that command at its commit with an
+    ``UnsupportedOperationException`` (its ``CheckNoRowTrackingBeforeUpgradeV3``), whatever else the
+    command sets. ``metadata`` is the state the command would commit, ``previous`` the table before
+    it; the fix names the profile the new state declares (``v3`` or ``writer-v3``). ``upgrade``
+    enables IcebergCompatV3 in a commit of another operation, which delta-spark accepts.
+    """
+    if not _true(metadata.configuration, _ICV3) or not row_tracking_before_v3(previous, previous_protocol):
+        return []
+    rule = "DELTA-WRITE-ALTER-V3-ROW-TRACKING"
+    profile = declared_profile(metadata.configuration) or "v3"
+    return [
+        layer_violation(
+            profile,
+            rule,
+            "",
+            observed=f"{_ROW_TRACKING}=true, rowTracking supported",
+            expected=f"{_ICV3} enabled by `icecompat upgrade`",
+            clause=clauses_text(RULES_BY_ID[rule]),
+            target=profile,
+        )
+    ]
+
+
+def enable_v3_by_upgrade(
+    profile: str, found: list[Violation], metadata: Metadata, protocol: Protocol
+) -> list[Violation]:
+    """``found`` with the fix of ``ICV3-ENABLED`` pointing at ``icecompat upgrade`` where the table has
+    row tracking enabled: setting the property there with ALTER TABLE ... SET TBLPROPERTIES, what the
+    rule's own fix says, is what delta-spark refuses (``DELTA-WRITE-ALTER-V3-ROW-TRACKING``)."""
+    if not row_tracking_before_v3(metadata, protocol):
+        return found
+    rule = "DELTA-WRITE-ALTER-V3-ROW-TRACKING"
+    hint = (
+        f"; on this table, whose row tracking is enabled, delta-spark refuses that as ALTER TABLE ... SET "
+        f"TBLPROPERTIES ({rule}): run `icecompat upgrade --profile {profile}` instead"
+    )
+    return [dataclasses.replace(v, fix=v.fix + hint) if v.rule == "ICV3-ENABLED" else v for v in found]

@@ -134,6 +134,7 @@ def test_the_java_messages_are_the_python_ones() -> None:
     assert attached["HADOOP"] in {f.name for f in dataclasses.fields(protocol.Ping)}
     for key in ("STATE", "FOOTERS", "COMMAND_PROPERTIES"):
         assert attached[key] in python["check_commit"]
+    assert attached["COMMAND_PROPERTIES"] in python["plan_metadata"]
     for name in ("Guard", "CommitFacts", "CommandIntent", "StorageSettings", "RuleService"):
         text = (_JAVA / f"{name}.java").read_text()
         assert not re.search(r'req\.(put|set|putObject|putArray|putNull)\("', text), name

@@ -21,6 +21,10 @@ import scala.jdk.javaapi.CollectionConverters;
  * are in the command itself: the query execution Spark registered for this thread's SQL execution
  * holds the command's plan ({@link SetTableProperties} as parsed, {@link
  * AlterTableSetPropertiesDeltaCommand} once Delta resolved it).
+ *
+ * <p>The metadata update of such a command carries them too: delta-spark refuses some property changes
+ * only when a SET TBLPROPERTIES commits them (enabling IcebergCompatV3 on a table with row tracking
+ * enabled), and the rule service judges that before the commit, where delta-spark would throw.
  */
 final class CommandIntent {
   private CommandIntent() {}

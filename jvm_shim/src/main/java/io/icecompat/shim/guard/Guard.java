@@ -258,6 +258,7 @@ public final class Guard {
           JSON.readTree(oldProtocol.json()).get("protocol"),
           JSON.readTree(oldMetadata.json()).get("metaData"),
           JSON.readTree(newMetadata.json()).get("metaData"));
+      CommandIntent.attach(req, spark); // an ALTER ... SET TBLPROPERTIES is judged as that command
       StorageSettings.attach(req, log.dataPath(), log.newDeltaHadoopConf());
       JsonNode res = RuleService.get(python(spark)).call(req);
       refuseIfViolated(res);

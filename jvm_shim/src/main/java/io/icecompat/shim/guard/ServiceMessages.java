@@ -15,7 +15,7 @@ import java.util.List;
  */
 public final class ServiceMessages {
   /** Must equal {@code icecompat_writer.jvm.protocol.PROTOCOL_VERSION}. */
-  public static final int PROTOCOL_VERSION = 1;
+  public static final int PROTOCOL_VERSION = 2;
 
   static final String OP = "op";
   static final String HELLO = "hello";
