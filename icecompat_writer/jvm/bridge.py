@@ -214,8 +214,9 @@ def guard_status(spark: SparkSession) -> dict[str, Any]:
 
 def guard_iceberg_syncs(spark: SparkSession, drain: bool = False) -> list[dict[str, Any]]:
     """The Iceberg syncs the guard ran after this driver's commits (oldest first, the last 1,000):
-    ``table``, ``version``, ``converted_version``, ``millis`` (the sync's wall time, which the write
-    waited for) and, for a failed sync, ``error``. With ``drain``
+    ``table``, ``version``, ``identifier`` (the table's Spark catalog name, when the commit was made
+    through it), ``converted_version``, ``millis`` (the sync's wall time, which the write waited for)
+    and, for a failed sync, ``error``. With ``drain``
     the record is emptied."""
     guard = shim_class(spark, "guard.Guard")
     return list(json.loads(call(lambda: guard.icebergSyncs(drain))))

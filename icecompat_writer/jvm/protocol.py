@@ -124,13 +124,19 @@ class CheckCommit(_Message):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Sync(_Message):
-    """The commit file of ``version`` exists: bring the table's Iceberg metadata up to it."""
+    """The commit file of ``version`` exists: bring the table's Iceberg metadata up to it.
+
+    ``identifier`` is the table's Spark catalog name (``db.tbl``) when the commit was made through it
+    (protocol 2): the Iceberg identifier unless the table property ``icecompat.iceberg.identifier``
+    names another.
+    """
 
     op: ClassVar[str] = "sync"
     table: str = field(metadata=_STR)
     version: int = field(metadata=_INT)
     configuration: Mapping[str, str] | None = field(default=None, metadata=_STRMAP)
     catalog: str | None = field(default=None, metadata=_STR)
+    identifier: str | None = field(default=None, metadata=_STR)
 
 
 Request = Hello | Ping | PlanMetadata | CheckCommit | Sync

@@ -36,8 +36,10 @@ Every answer names the ``profile`` that applied (null: none, the write is not a 
     and only when the ``check_commit`` answer carried ``sync``: the table's
     ``delta.universalFormat.enabledFormats`` lists ``iceberg``). Runs
     :func:`icecompat_writer.iceberg.sync.sync_after_commit` with the table properties the
-    ``check_commit`` answer gave (``configuration``) and the session's
-    ``spark.icecompat.iceberg.catalog`` (``catalog``). Answers ``ok``, ``converted_version``,
+    ``check_commit`` answer gave (``configuration``), the session's
+    ``spark.icecompat.iceberg.catalog`` (``catalog``) and, for a commit made through the table's
+    Spark catalog name, that name (``identifier``, ``db.tbl``: the Iceberg identifier unless the
+    table property ``icecompat.iceberg.identifier`` names another). Answers ``ok``, ``converted_version``,
     ``lag``, ``metadata_location``, ``catalog`` (the catalog's action) and, when the sync failed,
     ``warning`` (table, version, cause), which the JVM logs; the Delta commit stands whatever the
     answer, and the next sync converts every version after the last converted one.
@@ -382,6 +384,7 @@ def _sync(req: Sync) -> Answer:
             req.version,
             dict(req.configuration or {}),
             req.catalog or None,
+            req.identifier or None,
         )
     answer: Answer = {
         "ok": synced.error is None,

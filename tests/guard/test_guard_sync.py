@@ -25,9 +25,10 @@ from chispa import assert_df_equality
 from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
+from icecompat_writer.errors import SetupError
 from icecompat_writer.iceberg import PROP_DELTA_VERSION
 from icecompat_writer.iceberg.sync import IcebergSyncWarning
-from icecompat_writer.jvm.bridge import guard_iceberg_syncs, guarded_syncs
+from icecompat_writer.jvm.bridge import call, guard_iceberg_syncs, guarded_syncs
 from tests.iceberg._support import duckdb_connect, normalise, spark_rows
 from tests.iceberg.test_sync import Catalogs, catalogs  # noqa: F401  (the REST catalog server fixture)
 
@@ -305,3 +306,80 @@ def test_only_tables_asking_for_iceberg_are_synced_and_compat_write_once(
     assert _synced(spark, synced) == []  # the guard left it to compat_write
     hint = json.loads((synced / "metadata").joinpath("version-hint.text").read_text() or "0")
     assert hint == 1 and sorted(os.listdir(synced / "metadata")).count("v1.metadata.json") == 1
+
+
+def test_a_catalog_table_asking_for_iceberg_is_written_and_registered_under_its_name(
+    guarded: SparkSession, tmp_path: Path, service_catalogs: Catalogs
+) -> None:
+    """A table of the Spark session catalog (``uniform_db.events``, managed) with
+    ``delta.universalFormat.enabledFormats=iceberg`` and the v3 profile's property: delta-spark alone
+    fails every commit of it (its pre-commit Iceberg conversion needs the absent delta-iceberg
+    module); under the guard CREATE, INSERT, MERGE, DELETE and a stream into the table all commit,
+    and each is synced and registered as ``uniform_db.events`` (the namespace created) without the
+    table naming an identifier. After each commit pyiceberg reads exactly delta-spark's rows."""
+    spark = guarded
+    name = "uniform_db.events"
+    catalog = service_catalogs.sql()
+    assert "uniform_db" not in {ns[0] for ns in catalog.list_namespaces()}
+    spark.conf.set("spark.icecompat.iceberg.catalog", "local")
+    spark.sql("CREATE DATABASE IF NOT EXISTS uniform_db")
+    try:
+        merge = (
+            f"MERGE INTO {name} AS d USING (SELECT id, CAST(id % 3 AS STRING) AS part, id * 5 AS v "
+            "FROM range(1, 5)) AS s ON d.id = s.id "
+            "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+        )
+        incoming = tmp_path / "incoming"
+        incoming.mkdir()
+        rows = [{"id": i, "part": "s", "v": i} for i in (7, 8)]
+        (incoming / "0.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+        def stream() -> None:
+            query = (
+                spark.readStream.schema("id BIGINT, part STRING, v BIGINT")
+                .json(str(incoming))
+                .writeStream.format("delta")
+                .option("checkpointLocation", str(tmp_path / "checkpoint"))
+                .trigger(availableNow=True)
+                .toTable(name)
+            )
+            query.awaitTermination(300)
+            assert query.exception() is None, query.exception()
+
+        steps: list[tuple[str, Any]] = [
+            (
+                "CREATE",
+                lambda: spark.sql(
+                    f"CREATE TABLE {name} (id BIGINT, part STRING, v BIGINT) USING delta "
+                    f"TBLPROPERTIES ('delta.enableIcebergCompatV3' = 'true', {SYNC})"
+                ),
+            ),
+            ("INSERT", lambda: spark.sql(f"INSERT INTO {name} VALUES (0, '0', 0), (1, '1', 2), (2, '2', 4)")),
+            ("MERGE", lambda: spark.sql(merge)),
+            ("DELETE", lambda: spark.sql(f"DELETE FROM {name} WHERE id = 2")),
+            ("stream", stream),
+        ]
+        root = None
+        for version, (what, step) in enumerate(steps):
+            step()
+            if root is None:
+                root = Path(spark.sql(f"DESCRIBE DETAIL {name}").first()["location"].removeprefix("file:"))
+            outcome = _synced(spark, root)
+            assert [(s["version"], s.get("identifier"), s.get("error")) for s in outcome] == [
+                (version, name, None)
+            ], what
+            _assert_current(spark, root, catalog, name, version)
+        assert root is not None
+        assert spark.table(name).count() == 6
+        _assert_snapshot_log(spark, root, catalog, name, rows_of=(1,))
+
+        # the control: a session that switched the guard off keeps delta-spark's own pre-commit step,
+        # which cannot commit to the table without the delta-iceberg module (DELTA_MISSING_ICEBERG_CLASS,
+        # caused by the ClassNotFoundException the package reports as a SetupError)
+        spark.conf.set("spark.icecompat.guard.enabled", "false")
+        with pytest.raises(SetupError, match=r"icebergShaded\.IcebergConverter"):
+            call(lambda: spark.sql(f"INSERT INTO {name} VALUES (9, '0', 9)"))
+        assert _delta_version(spark, root) == len(steps) - 1
+    finally:
+        spark.conf.unset("spark.icecompat.iceberg.catalog")
+        spark.sql("DROP DATABASE IF EXISTS uniform_db CASCADE")

@@ -96,6 +96,15 @@ def test_null_counts_as_absent_and_values_are_typed() -> None:
     assert req.state is None and req.footers is None and req.profile == ""
 
 
+def test_a_sync_carries_the_tables_catalog_name_when_the_driver_knows_it() -> None:
+    """Protocol 2: the sync request's optional ``identifier`` (the Spark catalog's ``db.tbl``)."""
+    named = protocol.parse_request({"op": "sync", "table": "/t", "version": 3, "identifier": "db.tbl"})
+    assert named == protocol.Sync(table="/t", version=3, identifier="db.tbl")
+    assert protocol.parse_request({"op": "sync", "table": "/t", "version": 3}).identifier is None
+    answer = service.handle({"op": "sync", "table": "/t", "version": 3, "identifier": 7})
+    assert answer == {"error": "rule service request 'sync': key 'identifier' must be a string, got 7"}
+
+
 def test_an_answer_key_outside_the_protocol_is_refused() -> None:
     with pytest.raises(protocol.ProtocolError, match="unknown key 'colour'"):
         protocol.serialize_answer({"ok": True, "colour": "red"})  # type: ignore[typeddict-unknown-key]

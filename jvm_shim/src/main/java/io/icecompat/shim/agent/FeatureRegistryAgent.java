@@ -16,8 +16,10 @@ import org.apache.xbean.asm9.Opcodes;
  * TableFeature$.allSupportedFeaturesMap()} rebuilds a hard-coded set on every call and every
  * by-name lookup and the write-time protocol check go through it. This agent rewrites that one
  * method so that its result passes through {@code WriterCompatFeatures.extend(Map)} (in the shim
- * jar) before it is returned. A second rewrite ({@link MetadataHook}) gives the session guard its
- * view of every metadata update. Nothing else in Delta is touched.
+ * jar) before it is returned. A second rewrite ({@link #metadataHook}) gives the session guard its
+ * view of every metadata update, and a third ({@link #icebergStep}) lets the guard's own Iceberg
+ * sync stand in for Delta's pre-commit Iceberg conversion when delta-iceberg is absent. Nothing else
+ * in Delta is touched.
  *
  * <p>The agent jar holds only this class: it is on the system class path, which cannot see Delta;
  * the injected call is resolved by the class loader that loaded delta-spark (the one of {@code
@@ -48,118 +50,164 @@ public final class FeatureRegistryAgent {
   static final String GUARD_OWNER = "io/icecompat/shim/guard/Guard";
   static final String GUARD_NAME = "beforeColumnMapping";
 
+  /** System property recording the pre-commit Iceberg hook: "patched" or "failed:...". */
+  public static final String ICEBERG_STATUS_PROPERTY = "icecompat.agent.iceberg";
+
+  static final String TXN_TARGET = "org/apache/spark/sql/delta/OptimisticTransactionImpl";
+  static final String ICEBERG_STEP = "generateIcebergAndUpdateCurrentTransactionInfo";
+  static final String ICEBERG_STEP_DESC =
+      "(Lorg/apache/spark/sql/SparkSession;Lorg/apache/spark/sql/delta/util/TransactionHelper;J"
+          + "Lorg/apache/spark/sql/delta/CurrentTransactionInfo;"
+          + "Lorg/apache/spark/sql/catalyst/catalog/CatalogTable;)Lscala/Tuple2;";
+  static final String UNIFORM = "org/apache/spark/sql/delta/UniversalFormat$";
+  static final String ICEBERG_ENABLED = "icebergEnabled";
+  static final String ICEBERG_ENABLED_DESC = "(" + METADATA + ")Z";
+  static final String STEP_HOOK_NAME = "beforeIcebergStep";
+  static final String STEP_HOOK_DESC =
+      "(Lorg/apache/spark/sql/delta/util/TransactionHelper;J"
+          + "Lorg/apache/spark/sql/catalyst/catalog/CatalogTable;)V";
+  static final String CONVERTS_NAME = "deltaConvertsIceberg";
+  static final String CONVERTS_DESC = "(L" + UNIFORM + ";" + METADATA + ")Z";
+
   private FeatureRegistryAgent() {}
 
   public static void premain(String args, Instrumentation inst) {
     System.setProperty(STATUS_PROPERTY, "loaded");
     System.setProperty(GUARD_STATUS_PROPERTY, "loaded");
-    inst.addTransformer(new Transformer(), false);
-    inst.addTransformer(new MetadataHook(), false);
-  }
-
-  static final class Transformer implements ClassFileTransformer {
-    @Override
-    public byte[] transform(
-        ClassLoader loader, String className, Class<?> redefined, ProtectionDomain pd, byte[] bytes) {
-      if (!TARGET.equals(className)) {
-        return null;
-      }
-      try {
-        ClassReader reader = new ClassReader(bytes);
-        ClassWriter writer = new ClassWriter(reader, ClassWriter.COMPUTE_MAXS);
-        int[] sites = {0};
-        reader.accept(
-            new ClassVisitor(Opcodes.ASM9, writer) {
-              @Override
-              public MethodVisitor visitMethod(
-                  int access, String name, String desc, String sig, String[] exceptions) {
-                MethodVisitor mv = super.visitMethod(access, name, desc, sig, exceptions);
-                if (!METHOD.equals(name) || !DESC.equals(desc)) {
-                  return mv;
-                }
-                return new MethodVisitor(Opcodes.ASM9, mv) {
-                  @Override
-                  public void visitInsn(int opcode) {
-                    if (opcode == Opcodes.ARETURN) {
-                      super.visitMethodInsn(Opcodes.INVOKESTATIC, HOOK_OWNER, HOOK_NAME, HOOK_DESC, false);
-                      sites[0]++;
-                    }
-                    super.visitInsn(opcode);
-                  }
-                };
-              }
-            },
-            0);
-        if (sites[0] == 0) {
-          System.setProperty(STATUS_PROPERTY, "failed:" + METHOD + DESC + " not found in " + className);
-          return null;
-        }
-        System.setProperty(STATUS_PROPERTY, "patched:" + sites[0]);
-        return writer.toByteArray();
-      } catch (RuntimeException e) {
-        System.setProperty(STATUS_PROPERTY, "failed:" + e);
-        return null;
-      }
-    }
+    System.setProperty(ICEBERG_STATUS_PROPERTY, "loaded");
+    inst.addTransformer(featureRegistry(), false);
+    inst.addTransformer(metadataHook(), false);
+    inst.addTransformer(icebergStep(), false);
   }
 
   /**
-   * Rewrites {@code DeltaColumnMappingBase.verifyAndUpdateMetadataChange} (the one method every
-   * Delta metadata update passes through before any data file is written) to begin with {@code
-   * newMetadata = Guard.beforeColumnMapping(spark, deltaLog, oldProtocol, oldMetadata, newMetadata,
-   * isCreatingNewTable, isOverwriteSchema)}. The guard returns its argument unchanged for sessions
-   * that are not guarded.
+   * A transformer that rewrites one method of one class: {@code body} wraps the visitor of the method
+   * named {@code method} with descriptor {@code desc} (instance methods only when {@code
+   * instanceOnly}: a trait's default method holds the body, its static twin only forwards) and counts
+   * its edits in {@code sites}; {@code verdict} turns the counts into the status recorded in {@code
+   * property} ("patched..." keeps the rewrite, anything else drops it: the class loads unchanged).
    */
-  static final class MetadataHook implements ClassFileTransformer {
+  record MethodRewrite(
+      String target,
+      String method,
+      String desc,
+      boolean instanceOnly,
+      String property,
+      java.util.function.BiFunction<MethodVisitor, int[], MethodVisitor> body,
+      java.util.function.Function<int[], String> verdict)
+      implements ClassFileTransformer {
     @Override
     public byte[] transform(
         ClassLoader loader, String className, Class<?> redefined, ProtectionDomain pd, byte[] bytes) {
-      if (!MAPPING_TARGET.equals(className)) {
+      if (!target.equals(className)) {
         return null;
       }
       try {
         ClassReader reader = new ClassReader(bytes);
         ClassWriter writer = new ClassWriter(reader, ClassWriter.COMPUTE_MAXS);
-        int[] sites = {0};
+        int[] sites = new int[2];
         reader.accept(
             new ClassVisitor(Opcodes.ASM9, writer) {
               @Override
               public MethodVisitor visitMethod(
-                  int access, String name, String desc, String sig, String[] exceptions) {
-                MethodVisitor mv = super.visitMethod(access, name, desc, sig, exceptions);
-                // the instance (default) method holds the body; locals: this, then the 7 arguments
-                if (!MAPPING_METHOD.equals(name) || !MAPPING_DESC.equals(desc)
-                    || (access & Opcodes.ACC_STATIC) != 0) {
-                  return mv;
-                }
-                return new MethodVisitor(Opcodes.ASM9, mv) {
-                  @Override
-                  public void visitCode() {
-                    super.visitCode();
-                    for (int i = 1; i <= 5; i++) {
-                      super.visitVarInsn(Opcodes.ALOAD, i);
-                    }
-                    super.visitVarInsn(Opcodes.ILOAD, 6);
-                    super.visitVarInsn(Opcodes.ILOAD, 7);
-                    super.visitMethodInsn(Opcodes.INVOKESTATIC, GUARD_OWNER, GUARD_NAME, MAPPING_DESC, false);
-                    super.visitVarInsn(Opcodes.ASTORE, 5);
-                    sites[0]++;
-                  }
-                };
+                  int access, String name, String d, String sig, String[] exceptions) {
+                MethodVisitor mv = super.visitMethod(access, name, d, sig, exceptions);
+                boolean wanted = method.equals(name) && desc.equals(d)
+                    && !(instanceOnly && (access & Opcodes.ACC_STATIC) != 0);
+                return wanted ? body.apply(mv, sites) : mv;
               }
             },
             0);
-        if (sites[0] != 1) {
-          System.setProperty(
-              GUARD_STATUS_PROPERTY, "failed:" + MAPPING_METHOD + MAPPING_DESC + " not found in " + className);
-          return null;
-        }
-        System.setProperty(GUARD_STATUS_PROPERTY, "patched");
-        return writer.toByteArray();
+        String status = verdict.apply(sites);
+        System.setProperty(property, status);
+        return status.startsWith("patched") ? writer.toByteArray() : null;
       } catch (RuntimeException e) {
-        System.setProperty(GUARD_STATUS_PROPERTY, "failed:" + e);
+        System.setProperty(property, "failed:" + e);
         return null;
       }
     }
+  }
+
+  /** Every {@code return} of {@code allSupportedFeaturesMap} passes its map through the hook first. */
+  static MethodRewrite featureRegistry() {
+    return new MethodRewrite(TARGET, METHOD, DESC, false, STATUS_PROPERTY,
+        (mv, sites) -> new MethodVisitor(Opcodes.ASM9, mv) {
+          @Override
+          public void visitInsn(int opcode) {
+            if (opcode == Opcodes.ARETURN) {
+              super.visitMethodInsn(Opcodes.INVOKESTATIC, HOOK_OWNER, HOOK_NAME, HOOK_DESC, false);
+              sites[0]++;
+            }
+            super.visitInsn(opcode);
+          }
+        },
+        sites -> sites[0] > 0 ? "patched:" + sites[0] : "failed:" + METHOD + DESC + " not found in " + TARGET);
+  }
+
+  /**
+   * {@code DeltaColumnMappingBase.verifyAndUpdateMetadataChange} (the one method every Delta metadata
+   * update passes through before any data file is written) begins with {@code newMetadata =
+   * Guard.beforeColumnMapping(spark, deltaLog, oldProtocol, oldMetadata, newMetadata,
+   * isCreatingNewTable, isOverwriteSchema)}. The guard returns its argument unchanged for sessions
+   * that are not guarded. Locals of the default method: this, then the 7 arguments.
+   */
+  static MethodRewrite metadataHook() {
+    return new MethodRewrite(MAPPING_TARGET, MAPPING_METHOD, MAPPING_DESC, true, GUARD_STATUS_PROPERTY,
+        (mv, sites) -> new MethodVisitor(Opcodes.ASM9, mv) {
+          @Override
+          public void visitCode() {
+            super.visitCode();
+            for (int i = 1; i <= 5; i++) {
+              super.visitVarInsn(Opcodes.ALOAD, i);
+            }
+            super.visitVarInsn(Opcodes.ILOAD, 6);
+            super.visitVarInsn(Opcodes.ILOAD, 7);
+            super.visitMethodInsn(Opcodes.INVOKESTATIC, GUARD_OWNER, GUARD_NAME, MAPPING_DESC, false);
+            super.visitVarInsn(Opcodes.ASTORE, 5);
+            sites[0]++;
+          }
+        },
+        sites -> sites[0] == 1
+            ? "patched" : "failed:" + MAPPING_METHOD + MAPPING_DESC + " not found in " + MAPPING_TARGET);
+  }
+
+  /**
+   * Delta's pre-commit Iceberg step, {@code
+   * OptimisticTransactionImpl.generateIcebergAndUpdateCurrentTransactionInfo(spark, txn, version,
+   * txnInfo, catalogTable)}, which Delta runs for every commit of a transaction opened for a Spark
+   * catalog table: it begins with {@code Guard.beforeIcebergStep(txn, version, catalogTable)} (the
+   * table's catalog name, for the sync after the commit), and its test {@code
+   * UniversalFormat.icebergEnabled(metadata)} becomes {@code Guard.deltaConvertsIceberg(
+   * UniversalFormat, metadata)}, which answers Delta's own test unless Delta's converter is absent and
+   * the guard syncs the table itself. Both are straight-line edits (no branch is added, so the
+   * method's stack map frames stay valid). Locals: this, spark, txn, version (two slots), txnInfo,
+   * catalogTable.
+   */
+  static MethodRewrite icebergStep() {
+    return new MethodRewrite(TXN_TARGET, ICEBERG_STEP, ICEBERG_STEP_DESC, true, ICEBERG_STATUS_PROPERTY,
+        (mv, sites) -> new MethodVisitor(Opcodes.ASM9, mv) {
+          @Override
+          public void visitCode() {
+            super.visitCode();
+            super.visitVarInsn(Opcodes.ALOAD, 2);
+            super.visitVarInsn(Opcodes.LLOAD, 3);
+            super.visitVarInsn(Opcodes.ALOAD, 6);
+            super.visitMethodInsn(Opcodes.INVOKESTATIC, GUARD_OWNER, STEP_HOOK_NAME, STEP_HOOK_DESC, false);
+            sites[0]++;
+          }
+
+          @Override
+          public void visitMethodInsn(int opcode, String owner, String name, String desc, boolean itf) {
+            if (opcode == Opcodes.INVOKEVIRTUAL && UNIFORM.equals(owner)
+                && ICEBERG_ENABLED.equals(name) && ICEBERG_ENABLED_DESC.equals(desc)) {
+              super.visitMethodInsn(Opcodes.INVOKESTATIC, GUARD_OWNER, CONVERTS_NAME, CONVERTS_DESC, false);
+              sites[1]++;
+              return;
+            }
+            super.visitMethodInsn(opcode, owner, name, desc, itf);
+          }
+        },
+        sites -> sites[0] == 1 && sites[1] == 1 ? "patched" : "failed:" + ICEBERG_STEP + ICEBERG_STEP_DESC
+            + " with one " + ICEBERG_ENABLED + " test not found in " + TXN_TARGET);
   }
 }

@@ -2,11 +2,17 @@ package io.icecompat.shim.guard;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Deque;
+import java.util.List;
 import java.util.Map;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.analysis.ResolvedIdentifier;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.SetTableProperties;
+import org.apache.spark.sql.catalyst.plans.logical.V2CreateTablePlan;
+import org.apache.spark.sql.connector.catalog.CatalogV2Util;
+import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.delta.commands.AlterTableSetPropertiesDeltaCommand;
 import org.apache.spark.sql.execution.QueryExecution;
 import org.apache.spark.sql.execution.SQLExecution;
@@ -39,23 +45,57 @@ final class CommandIntent {
   }
 
   private static Map<String, String> properties(SparkSession spark) {
+    for (QueryExecution qe : running(spark)) {
+      Map<String, String> found = find(qe.logical());
+      if (found != null) {
+        return found;
+      }
+    }
+    return null;
+  }
+
+  /** The query executions Spark registered for this thread's SQL execution (root first). */
+  private static List<QueryExecution> running(SparkSession spark) {
+    List<QueryExecution> out = new ArrayList<>();
     for (String key : new String[] {"spark.sql.execution.root.id", SQLExecution.EXECUTION_ID_KEY()}) {
       String id = spark.sparkContext().getLocalProperty(key);
       if (id == null || id.isBlank()) {
         continue;
       }
-      QueryExecution qe;
       try {
-        qe = SQLExecution.getQueryExecution(Long.parseLong(id.trim()));
+        QueryExecution qe = SQLExecution.getQueryExecution(Long.parseLong(id.trim()));
+        if (qe != null) {
+          out.add(qe);
+        }
       } catch (NumberFormatException e) {
-        continue;
+        // not an execution id
       }
-      if (qe == null) {
-        continue;
-      }
-      Map<String, String> found = find(qe.logical());
-      if (found != null) {
-        return found;
+    }
+    return out;
+  }
+
+  /**
+   * The Spark catalog name ({@code db.tbl}) of the table the running command creates or replaces
+   * ({@code CREATE [OR REPLACE] TABLE db.tbl}, CTAS, {@code saveAsTable}, {@code writeTo(...).create}),
+   * when it is a table of the session catalog's databases; null otherwise (a path identifier such as
+   * {@code delta.`/path`}, another catalog, no such command). Delta opens the transaction that
+   * creates a table without the catalog table it is about to register, so the first commit learns
+   * its name here.
+   */
+  static String createdTable(SparkSession spark) {
+    for (QueryExecution qe : running(spark)) {
+      Deque<LogicalPlan> todo = new ArrayDeque<>();
+      todo.push(qe.analyzed());
+      while (!todo.isEmpty()) {
+        LogicalPlan plan = todo.pop();
+        if (plan instanceof V2CreateTablePlan create && create.name() instanceof ResolvedIdentifier id) {
+          Identifier ident = id.identifier();
+          String[] ns = ident.namespace();
+          boolean sessionTable = CatalogV2Util.isSessionCatalog(id.catalog()) && ns.length == 1
+              && !ident.name().contains("/") && spark.sessionState().catalog().databaseExists(ns[0]);
+          return sessionTable ? ns[0] + "." + ident.name() : null;
+        }
+        CollectionConverters.asJava(plan.children()).forEach(todo::push);
       }
     }
     return null;

@@ -43,6 +43,8 @@ public final class Guard {
   public static final String PYTHON = "spark.icecompat.python";
   /** System property the agent sets for the metadata hook: "patched" or "failed:...". */
   public static final String AGENT_GUARD_STATUS = "icecompat.agent.guard";
+  /** System property the agent sets for Delta's pre-commit Iceberg step: "patched" or "failed:...". */
+  public static final String AGENT_ICEBERG_STATUS = "icecompat.agent.iceberg";
   public static final String EXTENSION_CLASS = "io.icecompat.shim.guard.GuardExtension";
   public static final String LOG_STORE_CLASS = "io.icecompat.shim.guard.GuardedLogStore";
 
@@ -188,6 +190,8 @@ public final class Guard {
     out.put("python", python(spark));
     out.put("extension_loaded", extensionLoaded);
     out.put("agent_metadata_hook", System.getProperty(AGENT_GUARD_STATUS, "absent"));
+    // the pre-commit Iceberg step is patched when Delta first loads its transaction class
+    out.put("agent_iceberg_step", System.getProperty(AGENT_ICEBERG_STATUS, "absent"));
     missing.forEach(out.putArray("missing")::add);
     out.set("log_stores", LogStoreWiring.statusJson(spark.sparkContext().getConf()));
     try {
@@ -322,6 +326,99 @@ public final class Guard {
     return res;
   }
 
+  /** Delta's own Iceberg converter, in the delta-iceberg module (absent from plain delta-spark). */
+  static final String DELTA_ICEBERG_CONVERTER = "org.apache.spark.sql.delta.icebergShaded.IcebergConverter";
+
+  private static volatile boolean deltaIcebergSeen;
+  /** The Spark catalog name of the table this thread is committing: (log path, version, db.tbl). */
+  private static final ThreadLocal<String[]> COMMITTING_NAME = new ThreadLocal<>();
+
+  /**
+   * The agent's hook at the start of Delta's pre-commit Iceberg step ({@code
+   * OptimisticTransactionImpl.generateIcebergAndUpdateCurrentTransactionInfo}), which Delta runs for
+   * every commit of a transaction opened for a Spark catalog table: remembers the table's catalog
+   * name ({@code db.tbl}) for this thread's commit of {@code version}, so that the sync after that
+   * commit registers the Iceberg table under the same name ({@link #syncAfterCommit}).
+   */
+  public static void beforeIcebergStep(
+      org.apache.spark.sql.delta.util.TransactionHelper txn,
+      long version,
+      org.apache.spark.sql.catalyst.catalog.CatalogTable table) {
+    COMMITTING_NAME.remove();
+    if (table == null || txn == null) {
+      return;
+    }
+    Option<String> database = table.identifier().database();
+    if (database.isEmpty()) {
+      return;
+    }
+    COMMITTING_NAME.set(new String[] {
+        txn.deltaLog().logPath().toString(), Long.toString(version), database.get() + "." + table.identifier().table()});
+  }
+
+  /**
+   * Replaces Delta's test {@code UniversalFormat.icebergEnabled(metadata)} inside its pre-commit
+   * Iceberg step (the agent's rewrite): whether Delta itself converts this commit to Iceberg.
+   *
+   * <p>Delta converts only when the table asks for Iceberg and the transaction was opened for a
+   * Spark catalog table, and then needs its converter from the delta-iceberg module; without that
+   * module every such commit fails with {@code DELTA_MISSING_ICEBERG_CLASS}. When the module is
+   * on the class path, or the session switched the guard off, Delta's behaviour is kept. Otherwise a
+   * guarded session's log store syncs the Iceberg metadata right after the commit file is written
+   * ({@link #syncAfterCommit}), as for tables written by path, and {@code compat_write} syncs its own
+   * (trusted) commits: Delta's step yields "no conversion". A guarded session missing a piece (whose
+   * commit would then not be synced) refuses with {@link GuardUnavailableException} naming it.
+   */
+  public static boolean deltaConvertsIceberg(
+      org.apache.spark.sql.delta.UniversalFormat$ universalFormat, Metadata metadata) {
+    boolean enabled = universalFormat.icebergEnabled(metadata);
+    if (!enabled || deltaIcebergPresent()) {
+      return enabled;
+    }
+    if (trusted()) {
+      return false;
+    }
+    SparkSession spark = session();
+    if (spark == null || optedOut(spark)) {
+      return true;
+    }
+    requireComplete(spark);
+    return false;
+  }
+
+  /** Whether Delta's own Iceberg converter can be loaded (as delta-spark looks it up). */
+  static boolean deltaIcebergPresent() {
+    if (deltaIcebergSeen) {
+      return true;
+    }
+    ClassLoader[] loaders = {
+      Thread.currentThread().getContextClassLoader(), org.apache.spark.sql.delta.UniversalFormat$.class.getClassLoader()};
+    for (ClassLoader loader : loaders) {
+      if (loader == null) {
+        continue;
+      }
+      try {
+        Class.forName(DELTA_ICEBERG_CONVERTER, false, loader);
+        deltaIcebergSeen = true;
+        return true;
+      } catch (ClassNotFoundException | LinkageError e) {
+        // not in this loader
+      }
+    }
+    return false;
+  }
+
+  /** The catalog name {@link #beforeIcebergStep} recorded for this thread's commit file, or null. */
+  private static String committingName(Path commitFile, long version) {
+    String[] named = COMMITTING_NAME.get();
+    COMMITTING_NAME.remove();
+    if (named == null || !named[1].equals(Long.toString(version))) {
+      return null;
+    }
+    Path logDir = commitFile.getParent();
+    return new Path(named[0]).toUri().normalize().equals(logDir.toUri().normalize()) ? named[2] : null;
+  }
+
   /**
    * After the delegate wrote {@code commitFile} (the commit is final): when the rule service's answer
    * to {@link #checkCommit} carries {@code sync} (the table's properties ask for Iceberg), asks the
@@ -333,20 +430,28 @@ public final class Guard {
    * ({@link StorageSettings}), as the service has no Spark session of its own.
    */
   static void syncAfterCommit(Path commitFile, JsonNode checked, Configuration hadoopConf) {
+    String name = commitFile.getName();
+    long version = Long.parseLong(name.substring(0, name.indexOf('.')));
+    String identifier = committingName(commitFile, version);
     JsonNode wanted = checked == null ? null : checked.get("sync");
     if (wanted == null || wanted.isNull()) {
       return;
     }
+    SparkSession spark = session();
     String table = commitFile.getParent().getParent().toString();
-    String name = commitFile.getName();
-    long version = Long.parseLong(name.substring(0, name.indexOf('.')));
     ObjectNode outcome = JSON.createObjectNode();
     outcome.put("table", table);
     outcome.put("version", version);
     long started = System.nanoTime();
     try {
-      SparkSession spark = session();
-      ObjectNode req = ServiceMessages.sync(table, version, spark == null ? "" : conf(spark, ICEBERG_CATALOG), wanted);
+      if (identifier == null && version == 0 && spark != null) {
+        identifier = CommandIntent.createdTable(spark); // a CREATE: Delta's transaction has no catalog table yet
+      }
+      if (identifier != null) {
+        outcome.put("identifier", identifier);
+      }
+      ObjectNode req = ServiceMessages.sync(
+          table, version, spark == null ? "" : conf(spark, ICEBERG_CATALOG), wanted, identifier);
       // an object-store table is read and written by the service with the session's own settings
       StorageSettings.attach(req, commitFile.getParent().getParent(), hadoopConf);
       JsonNode res = RuleService.get(python(spark)).call(req);
@@ -372,7 +477,8 @@ public final class Guard {
 
   /**
    * The outcomes of the last guarded Iceberg syncs in this driver, oldest first, as a JSON array of
-   * {@code {"table", "version", "converted_version", "millis", "error"?}} ({@code millis}: the
+   * {@code {"table", "version", "identifier"?, "converted_version", "millis", "error"?}} ({@code
+   * identifier}: the table's Spark catalog name the sync was given; {@code millis}: the
    * sync's wall time, which the write call waited for); with {@code drain} they are removed.
    */
   public static String icebergSyncs(boolean drain) throws IOException {

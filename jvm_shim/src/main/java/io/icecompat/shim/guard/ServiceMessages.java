@@ -80,13 +80,20 @@ public final class ServiceMessages {
     return req;
   }
 
-  /** The commit file of {@code version} exists: bring the Iceberg metadata up to it. */
-  static ObjectNode sync(String table, long version, String catalog, JsonNode configuration) {
+  /**
+   * The commit file of {@code version} exists: bring the Iceberg metadata up to it. {@code
+   * identifier}: the table's Spark catalog name ({@code db.tbl}) when the commit was made through
+   * it, else null (the key is then absent).
+   */
+  static ObjectNode sync(String table, long version, String catalog, JsonNode configuration, String identifier) {
     ObjectNode req = request(SYNC);
     req.put("table", table);
     req.put("version", version);
     req.put("catalog", catalog);
     req.set("configuration", configuration);
+    if (identifier != null) {
+      req.put("identifier", identifier);
+    }
     return req;
   }
 
