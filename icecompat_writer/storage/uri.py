@@ -31,6 +31,7 @@ __all__ = [
     "is_local",
     "location_uri",
     "parse_location",
+    "relative_text",
 ]
 
 # scheme -> store family: one filesystem implementation and one set of configuration keys per family
@@ -191,6 +192,17 @@ def parse_location(text: str | os.PathLike[str] | ObjectPath) -> Location:
         raise TableReadError(f"{text!r} has a query or fragment, which no table location has")
     key = posixpath.normpath("/" + unquote(parts.path)).lstrip("/") if parts.path else ""
     return ObjectPath(scheme, parts.netloc, "" if key == "." else key)
+
+
+def relative_text(location: Location, root: Location) -> str | None:
+    """``location`` relative to ``root`` as a POSIX path, or None when it is not under ``root``
+    (or on another store)."""
+    try:
+        if isinstance(location, Path):
+            return location.relative_to(root).as_posix() if isinstance(root, Path) else None
+        return location.relative_to(root).as_posix()
+    except ValueError:
+        return None
 
 
 def location_uri(location: Location) -> str:
