@@ -223,16 +223,8 @@ def resolve_data_path(table_root: str | Path | ObjectPath, add_path: str) -> Loc
     which is what keeps it cheap for 100,000 files.
     """
     root = table_root_path(table_root)
-    if isinstance(root, ObjectPath):
-        text = resolve_data_path_text(root.uri, add_path)
-        return None if text is None else storage.parse_location(_escape(text))
-    resolved = resolve_data_path_text(os.fspath(root), add_path)
-    return None if resolved is None else Path(resolved)
-
-
-def _escape(uri_text: str) -> str:
-    """A resolved (decoded) object-store path as a URI ``parse_location`` decodes back to the same key."""
-    return uri_text.replace("%", "%25").replace("?", "%3F").replace("#", "%23")
+    resolved = resolve_data_path_text(str(root), add_path)  # a local path's text, or the root's URI
+    return None if resolved is None else storage.location_in(root, resolved)
 
 
 def resolve_data_path_text(root_text: str, add_path: str) -> str | None:
@@ -295,7 +287,7 @@ def _remote_absolute(root_text: str, add_path: str) -> str | None:
     """
     try:
         target = storage.parse_location(add_path)
-        root = storage.parse_location(_escape(root_text))
+        root = storage.parse_location(storage.escape_decoded(root_text))
     except TableReadError:
         return None
     if not isinstance(target, ObjectPath) or not isinstance(root, ObjectPath):
