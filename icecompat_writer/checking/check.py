@@ -43,7 +43,7 @@ from icecompat_writer.facts import DataFileFacts, ParquetFooter
 from icecompat_writer.perf import gc_paused
 from icecompat_writer.planning import PROFILES, get_profile, judge
 from icecompat_writer.rules.detection import WRITER_PROFILES, declared_profile, held_profile
-from icecompat_writer.storage import ObjectPath
+from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
 __all__ = [
     "JSON_FORMAT",
@@ -399,17 +399,15 @@ def _read_data_file(
                 file=add.path,
             )
         size = st.st_size
-        footer = read_footer(real)
-    except (FooterReadError, OSError) as e:
+        footer = read_footer(real)  # a local path: read with plain os calls whatever the FileIO
+    except (FooterReadError, OSError) as e:  # what a bad file raises; anything else is a bug, raised
         missing = not os.path.exists(real)  # or a link inside the table to a file that is gone
         return None, _footer_finding(add, e, missing, local)
-    except Exception as e:  # a footer that breaks the decoder is this file's problem, not the audit's
-        return None, _footer_finding(add, e)
     return footer, _claim_mismatch(add, footer, size)
 
 
 def _read_object(
-    root: ObjectPath, add: AddFile, sizes: dict[str, int]
+    root: Location, add: AddFile, sizes: dict[str, int], io: FileIO
 ) -> tuple[ParquetFooter | None, CheckFinding | None]:
     """:func:`_read_data_file` for a table on an object store: one ranged read of the object's tail.
 
@@ -418,41 +416,33 @@ def _read_object(
     links, pipes or devices; a path outside the root is already a finding.
     """
     target = resolve_data_path(root, add.path)
-    if not isinstance(target, ObjectPath):
+    if target is None:
         return None, None
-    size = sizes.get(target.uri)
+    size = sizes.get(storage.location_uri(target))
     try:
         if size is None:
             raise FooterReadError(target, "the file does not exist")
-        footer = read_listed_footer(target, size)
-    except FooterReadError as e:
+        footer = read_listed_footer(target, size, io=io)
+    except FooterReadError as e:  # what a bad file raises; anything else is a bug, raised
         return None, _footer_finding(add, e, e.reason == "the file does not exist", target)
-    except Exception as e:  # a footer that breaks the decoder is this file's problem, not the audit's
-        return None, _footer_finding(add, e)
     return footer, _claim_mismatch(add, footer, size)
 
 
 def _footer_finding(
-    add: AddFile, e: BaseException, missing: bool = False, where: object = None
+    add: AddFile, e: FooterReadError | OSError, missing: bool = False, where: object = None
 ) -> CheckFinding:
     """Why the checker cannot vouch for a data file whose footer it could not read, wherever it lies:
-    gone (``missing``, at ``where``), not readable Parquet (a :class:`FooterReadError` or an I/O
-    error), or a footer that breaks the decoder (any other exception, named)."""
+    gone (``missing``, at ``where``), or not readable Parquet (a :class:`FooterReadError`, which the
+    footer decoder raises for every malformed footer, or an I/O error). Any other exception from a
+    reader is a defect of the reader and propagates."""
     if missing:
         return CheckFinding(
             MISSING_DATA_FILE, f"data file {add.path!r} does not exist ({where})", file=add.path
         )
-    if isinstance(e, FooterReadError | OSError):
-        reason = e.reason if isinstance(e, FooterReadError) else str(e)
-        return CheckFinding(
-            UNREADABLE_DATA_FILE,
-            f"data file {add.path!r} is not a readable Parquet file: {reason}",
-            file=add.path,
-        )
+    reason = e.reason if isinstance(e, FooterReadError) else str(e)
     return CheckFinding(
         UNREADABLE_DATA_FILE,
-        f"data file {add.path!r} has a footer that cannot be decoded ({type(e).__name__}: "
-        f"{str(e)[:120]})",
+        f"data file {add.path!r} is not a readable Parquet file: {reason}",
         file=add.path,
     )
 
@@ -525,13 +515,14 @@ def _read_footers(
     read = 0
     order = sorted(selected)
     adds = snapshot.files.get_many(order)
-    if isinstance(snapshot.table_root, ObjectPath):
-        table_root = snapshot.table_root
-        listed = storage.list_tree(table_root) if adds else []
-        # a listing under an object-store root holds object paths only
-        sizes = {e.location.uri: e.size for e in listed if isinstance(e.location, ObjectPath)}
+    io = snapshot.io
+    table_root = snapshot.table_root
+    if io.is_remote(table_root):
+        # one listing says which objects exist and their sizes: one ranged read per footer, no HEAD
+        listed = io.list_tree(table_root) if adds else []
+        sizes = {storage.location_uri(e.location): e.size for e in listed}
         results: Iterable[tuple[ParquetFooter | None, CheckFinding | None]] = storage.map_bounded(
-            lambda add: _read_object(table_root, add, sizes), adds
+            lambda add: _read_object(table_root, add, sizes, io), adds
         )
     else:
         real_root = os.path.realpath(root)
@@ -672,7 +663,7 @@ def _deletion_vector_findings(
         if dv.storage_type == "p" and resolve_data_path_text(root, dv.path_or_inline_dv) is None:
             continue
         items.append((add.path, dv))
-    read = read_deletion_vectors(snapshot.table_root, items)
+    read = read_deletion_vectors(snapshot.table_root, items, io=snapshot.io)
     out = [
         CheckFinding(
             DELETION_VECTOR_CARDINALITY if p.kind == CARDINALITY else UNREADABLE_DELETION_VECTOR,
@@ -711,8 +702,10 @@ def check_table(
     files: str = "all",
     version: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    io: FileIO = DEFAULT_IO,
 ) -> Report:
-    """Check the table at ``path`` against ``profile`` (default: the one it declares).
+    """Check the table at ``path`` against ``profile`` (default: the one it declares), reading its
+    files through ``io``.
 
     Without a profile and with none declared, every profile is evaluated and ``candidates`` tells how
     many violations each has. ``files`` chooses which data files' footers are read: ``all``, ``none`` or
@@ -731,7 +724,7 @@ def check_table(
     # nothing. Footer reading, I/O-bound and possibly long, runs with the collector on.
     with gc_paused():
         try:
-            snapshot = read_snapshot(path, version)
+            snapshot = read_snapshot(path, version, io=io)
         except IcecompatError:
             raise
         except UNREADABLE_TABLE_ERRORS as e:

@@ -22,12 +22,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from icecompat_writer import storage
 from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
 from icecompat_writer.errors import TableReadError
 from icecompat_writer.facts import DataFileFacts, ParquetField, ParquetFooter
-from icecompat_writer.storage import ObjectPath
+from icecompat_writer.storage import DEFAULT_IO, FileIO, Location, ObjectPath
 from icecompat_writer.storage.local import NotRegularFileError, open_regular_file
 
 __all__ = [
@@ -88,34 +87,40 @@ def decode_footer(footer: bytes, where: str | os.PathLike[str] | ObjectPath) -> 
         meta = pq.read_metadata(pa.BufferReader(_MAGIC + footer + struct.pack("<I", len(footer)) + _MAGIC))
     except (OSError, pa.ArrowException, ValueError) as e:
         raise FooterReadError(where, f"pyarrow cannot open it ({e})") from e
-    return _footer(where, raw_schema, meta)
+    try:
+        return _footer(where, raw_schema, meta)
+    except RecursionError:  # groups nested deeper than the tree builder recurses
+        raise FooterReadError(where, "the footer's schema is nested too deeply") from None
 
 
-def read_footer(path: str | os.PathLike[str] | ObjectPath) -> ParquetFooter:
+def read_footer(path: str | os.PathLike[str] | ObjectPath, *, io: FileIO = DEFAULT_IO) -> ParquetFooter:
     """The footer of one Parquet file: row count, writer, key-value metadata and the schema tree.
 
-    Only the footer is read. Raises :class:`FooterReadError` for a missing, empty, truncated,
-    encrypted or non-Parquet file. An object-store path is read by :func:`read_object_footer`.
+    Only the footer is read, through ``io``. Raises :class:`FooterReadError` for a missing, empty,
+    truncated, encrypted or non-Parquet file. A file in an object store is read by
+    :func:`read_object_footer`; a local one with one open (its start magic checked too).
     """
-    if isinstance(path, ObjectPath):
-        return read_object_footer(path)[0]
-    p = Path(path)
-    return decode_footer(_local_footer_bytes(p), p)
+    location = io.new_input(path).location
+    if io.is_remote(location):
+        return read_object_footer(location, io=io)[0]
+    local = Path(str(location))
+    return decode_footer(_local_footer_bytes(local), local)
 
 
-def read_object_footer(path: ObjectPath) -> tuple[ParquetFooter, int]:
+def read_object_footer(path: Location, *, io: FileIO = DEFAULT_IO) -> tuple[ParquetFooter, int]:
     """The footer of a Parquet object and the object's size, from one ranged read of its tail.
 
     The last :data:`TAIL_BYTES` are fetched at once; only a footer longer than that costs a second
     ranged read of exactly the footer. The start magic is not fetched (that would be another request):
     a file is accepted as Parquet by its end magic and a footer pyarrow can decode.
     """
+    source = io.new_input(path)
     try:
-        tail, size = storage.read_tail(path, TAIL_BYTES)
+        tail, size = source.read_tail(TAIL_BYTES)
         _check_end(path, tail[-8:], size)
         (length,) = struct.unpack("<I", tail[-8:-4])
         if length + 8 > len(tail):
-            footer = storage.read_range(path, size - 8 - length, length)
+            footer = source.read_range(size - 8 - length, length)
         else:
             footer = tail[len(tail) - 8 - length : len(tail) - 8]
     except FileNotFoundError:
@@ -125,7 +130,7 @@ def read_object_footer(path: ObjectPath) -> tuple[ParquetFooter, int]:
     return decode_footer(footer, path), size
 
 
-def read_listed_footer(path: ObjectPath, size: int) -> ParquetFooter:
+def read_listed_footer(path: Location, size: int, *, io: FileIO = DEFAULT_IO) -> ParquetFooter:
     """The footer of a Parquet object whose size a listing gave: one ranged read, no size request.
 
     pyarrow fetches the footer (from the last 64 KiB; a longer one costs one more ranged read) and
@@ -134,7 +139,7 @@ def read_listed_footer(path: ObjectPath, size: int) -> ParquetFooter:
     if size < 12:
         raise FooterReadError(path, f"{size} bytes is too small for a Parquet file")
     try:
-        meta = storage.read_parquet_metadata(path, size)
+        meta = io.new_input(path, size).parquet_metadata()
     except FileNotFoundError:
         raise FooterReadError(path, "the file does not exist") from None
     except (OSError, pa.ArrowException, ValueError) as e:
@@ -183,9 +188,13 @@ def _footer(path: Any, raw_schema: list[dict[int, Any]], meta: pq.FileMetaData) 
 
 
 def file_facts(
-    table_root: str | Path | ObjectPath, add_file: AddFile, read_footer: bool = True
+    table_root: str | Path | ObjectPath,
+    add_file: AddFile,
+    read_footer: bool = True,
+    *,
+    io: FileIO = DEFAULT_IO,
 ) -> DataFileFacts:
-    """Facts of one live data file: its AddFile's claims and, if asked, its footer.
+    """Facts of one live data file: its AddFile's claims and, if asked, its footer (read through ``io``).
 
     A path that resolves outside the table root is never opened; like an unreadable footer it ends
     up in ``footer_error``, so one bad file never stops the audit of the others.
@@ -199,7 +208,7 @@ def file_facts(
             error = f"path {add_file.path!r} resolves outside the table root {root}; not opened"
         else:
             try:
-                footer = _read_footer(local)
+                footer = _read_footer(local, io=io)
             except FooterReadError as e:
                 error = str(e)
     return DataFileFacts(

@@ -10,10 +10,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icecompat_writer.cli import fleet
 from icecompat_writer.errors import IcecompatError
+
+if TYPE_CHECKING:
+    from icecompat_writer.storage import FileIO
 
 EXIT_OK = 0
 EXIT_VIOLATIONS = 1
@@ -65,7 +68,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
     from icecompat_writer.checking.check import check_table
+    from icecompat_writer.storage import FileIO
 
+    io = FileIO()  # the environment's store settings: a command line runs no Spark session
     # Progress goes to stderr, so it never mixes with the report (or the JSON) on stdout.
     bar = Progress(console=Console(stderr=True), transient=True)
     task = None
@@ -80,7 +85,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         bar.update(task, completed=done)
 
     try:
-        report = check_table(args.table_path, args.profile, files=args.files, progress=progress_cb)
+        report = check_table(args.table_path, args.profile, files=args.files, progress=progress_cb, io=io)
     except IcecompatError as err:
         return _check_failed(args, type(err).__name__, str(err))
     except Exception as err:  # exit 1 means "violations": a crash must not look like one
@@ -88,7 +93,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     finally:
         if task is not None:  # stopping a bar that never started still writes a newline
             bar.stop()
-    lag = _iceberg_lag(args.table_path, report.version)
+    lag = _iceberg_lag(args.table_path, report.version, io)
     if args.json:
         doc = report.to_json()
         if lag is not None:
@@ -104,12 +109,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK if report.compliant else EXIT_VIOLATIONS
 
 
-def _iceberg_lag(table_path: str, delta_version: int) -> dict[str, int] | None:
+def _iceberg_lag(table_path: str, delta_version: int, io: FileIO) -> dict[str, int] | None:
     """Delta version checked vs the last one the table's Iceberg metadata holds; None without metadata."""
     from icecompat_writer.iceberg.sync import converted_version
 
     try:
-        done = converted_version(table_path)
+        done = converted_version(table_path, io=io)
     except (IcecompatError, OSError, ValueError):  # the check's verdict stands without the lag
         return None
     if done is None:

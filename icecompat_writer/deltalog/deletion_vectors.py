@@ -21,16 +21,14 @@ and object-store reads run in a bounded pool.
 
 from __future__ import annotations
 
-import os
 import struct
 import uuid
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from icecompat_writer import storage
-from icecompat_writer.storage import Location, ObjectPath
+from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
 from .files import DeletionVectorDescriptor
 from .paths import resolve_data_path
@@ -265,11 +263,6 @@ def _verify(data_path: str, dv: DeletionVectorDescriptor, framed: bytes) -> Read
     return ReadDeletionVector(data_path, dv, framed, count)
 
 
-def _inside_real(root: Path, path: Path) -> bool:
-    real_root = os.path.realpath(root).rstrip("/") + "/"
-    return os.path.realpath(path).startswith(real_root)
-
-
 def _ranges(wanted: list[tuple[int, int]]) -> list[tuple[int, int, list[int]]]:
     """Coalesce (offset, length) reads into (start, end, member indices) requests."""
     order = sorted(range(len(wanted)), key=lambda i: wanted[i][0])
@@ -285,116 +278,135 @@ def _ranges(wanted: list[tuple[int, int]]) -> list[tuple[int, int, list[int]]]:
     return out
 
 
+class _Verified:
+    """The DVs read so far and the problems met, each DV verified as it comes in."""
+
+    def __init__(self) -> None:
+        self.vectors: dict[str, ReadDeletionVector] = {}
+        self.problems: list[DeletionVectorProblem] = []
+
+    def problem(self, data_path: str, message: str, kind: str = UNREADABLE) -> None:
+        self.problems.append(DeletionVectorProblem(data_path, kind, message))
+
+    def accept(self, data_path: str, dv: DeletionVectorDescriptor, framed: bytes, where: str) -> None:
+        """Keep the DV framed in ``framed`` (found ``where``) if it is well formed and its cardinality
+        is the log's."""
+        try:
+            got = _verify(data_path, dv, framed)
+        except ValueError as e:
+            self.problem(data_path, f"the deletion vector {where} is malformed: {e}")
+            return
+        if got.cardinality != dv.cardinality:
+            self.problem(
+                data_path,
+                f"the deletion vector {where} deletes {got.cardinality} rows but the log's "
+                f"cardinality says {dv.cardinality}",
+                CARDINALITY,
+            )
+            return
+        self.vectors[data_path] = got
+
+
+# A ranged read of one DV file: its location, the byte range, and the DVs in it (data file path,
+# descriptor, offset of its framed bytes).
+_Request = tuple[Location, int, int, list[tuple[str, DeletionVectorDescriptor, int]]]
+
+
 def read_deletion_vectors(
-    root: Location, items: Sequence[tuple[str, DeletionVectorDescriptor]]
+    root: Location, items: Sequence[tuple[str, DeletionVectorDescriptor]], *, io: FileIO = DEFAULT_IO
 ) -> DeletionVectorRead:
-    """Read and verify the DVs of ``items`` (data file path as in the log, its DV descriptor).
+    """Read and verify the DVs of ``items`` (data file path as in the log, its DV descriptor) through
+    ``io``.
 
     Never raises for a bad DV: each one that cannot be read, is malformed, or whose cardinality
     disagrees with its descriptor is a :class:`DeletionVectorProblem` naming its data file.
     """
-    vectors: dict[str, ReadDeletionVector] = {}
-    problems: list[DeletionVectorProblem] = []
-    by_file: dict[str, tuple[Location, list[tuple[str, DeletionVectorDescriptor]]]] = {}
-
-    def accept(data_path: str, dv: DeletionVectorDescriptor, framed: bytes, where: str) -> None:
-        try:
-            got = _verify(data_path, dv, framed)
-        except ValueError as e:
-            problems.append(
-                DeletionVectorProblem(data_path, UNREADABLE, f"the deletion vector {where} is malformed: {e}")
-            )
-            return
-        if got.cardinality != dv.cardinality:
-            problems.append(
-                DeletionVectorProblem(
-                    data_path,
-                    CARDINALITY,
-                    f"the deletion vector {where} deletes {got.cardinality} rows but the log's "
-                    f"cardinality says {dv.cardinality}",
-                )
-            )
-            return
-        vectors[data_path] = got
-
+    out = _Verified()
+    by_file: dict[Location, list[tuple[str, DeletionVectorDescriptor]]] = {}
     for data_path, dv in items:
         if not 0 <= dv.size_in_bytes <= _MAX_DV_BYTES or (dv.offset or 0) < 0:
-            message = (
-                f"its deletion vector descriptor has offset {dv.offset} and sizeInBytes {dv.size_in_bytes}"
+            out.problem(
+                data_path,
+                f"its deletion vector descriptor has offset {dv.offset} and sizeInBytes {dv.size_in_bytes}",
             )
-            problems.append(DeletionVectorProblem(data_path, UNREADABLE, message))
-            continue
-        if dv.storage_type == "i":
-            try:
-                raw = z85_decode(dv.path_or_inline_dv)
-            except ValueError as e:
-                message = f"the inline deletion vector is not Z85: {e}"
-                problems.append(DeletionVectorProblem(data_path, UNREADABLE, message))
-                continue
-            if len(raw) < dv.size_in_bytes or dv.size_in_bytes < 4:
-                problems.append(
-                    DeletionVectorProblem(
-                        data_path,
-                        UNREADABLE,
-                        f"the inline deletion vector holds {len(raw)} bytes, sizeInBytes says "
-                        f"{dv.size_in_bytes}",
-                    )
-                )
-                continue
-            accept(data_path, dv, frame_inline(raw[: dv.size_in_bytes]), "stored inline")
-            continue
-        try:
-            location = dv_location(root, dv)
-        except ValueError as e:
-            message = f"its deletion vector descriptor: {e}"
-            problems.append(DeletionVectorProblem(data_path, UNREADABLE, message))
-            continue
-        if location is None:
-            problems.append(
-                DeletionVectorProblem(
-                    data_path,
-                    UNREADABLE,
-                    f"its deletion vector ({dv.path_or_inline_dv!r}) is stored outside the table root; "
-                    "it was not opened",
-                )
-            )
-            continue
-        if isinstance(location, Path) and isinstance(root, Path) and not _inside_real(root, location):
-            problems.append(
-                DeletionVectorProblem(
-                    data_path,
-                    UNREADABLE,
-                    f"its deletion vector file {location} is a symbolic link (or lies under one) leading "
-                    "outside the table root; it was not opened",
-                )
-            )
-            continue
-        key = location.uri if isinstance(location, ObjectPath) else str(location)
-        by_file.setdefault(key, (location, []))[1].append((data_path, dv))
+        elif dv.storage_type == "i":
+            _read_inline(data_path, dv, out)
+        else:
+            location = _stored_location(root, data_path, dv, io, out)
+            if location is not None:
+                by_file.setdefault(location, []).append((data_path, dv))
 
-    requests: list[tuple[Location, int, int, list[tuple[str, DeletionVectorDescriptor, int]]]] = []
-    for location, members in by_file.values():
-        wanted = [(dv.offset or 0, dv.size_in_bytes + 8) for _, dv in members]
-        for start, end, idx in _ranges(wanted):
-            requests.append((location, start, end, [(*members[i], wanted[i][0]) for i in idx]))
-
-    def fetch(req: tuple[Location, int, int, list[tuple[str, DeletionVectorDescriptor, int]]]) -> bytes | str:
-        location, start, end, _ = req
-        try:
-            if isinstance(location, Path):
-                storage.check_regular_file(location)
-            return storage.read_range(location, start, end - start)
-        except FileNotFoundError:
-            return f"its file {location} does not exist"
-        except (OSError, storage.NotRegularFileError) as e:
-            return f"its file {location} cannot be read: {e}"
-
-    fetched = storage.map_bounded(fetch, requests)
+    requests = _plan_reads(by_file)
+    fetched = storage.map_bounded(lambda req: _fetch(io, req), requests)
     for (where, start, _, placed), data in zip(requests, fetched, strict=True):
         for data_path, dv, offset in placed:
             if isinstance(data, str):
-                problems.append(DeletionVectorProblem(data_path, UNREADABLE, f"the deletion vector: {data}"))
+                out.problem(data_path, f"the deletion vector: {data}")
                 continue
             framed = data[offset - start : offset - start + dv.size_in_bytes + 8]
-            accept(data_path, dv, framed, f"in {where} at offset {offset}")
-    return DeletionVectorRead(vectors, tuple(problems), len(by_file), len(requests))
+            out.accept(data_path, dv, framed, f"in {where} at offset {offset}")
+    return DeletionVectorRead(out.vectors, tuple(out.problems), len(by_file), len(requests))
+
+
+def _read_inline(data_path: str, dv: DeletionVectorDescriptor, out: _Verified) -> None:
+    """An inline DV (``i``): Z85 text in the log, framed as a file-stored one would be."""
+    try:
+        raw = z85_decode(dv.path_or_inline_dv)
+    except ValueError as e:
+        out.problem(data_path, f"the inline deletion vector is not Z85: {e}")
+        return
+    if len(raw) < dv.size_in_bytes or dv.size_in_bytes < 4:
+        out.problem(
+            data_path,
+            f"the inline deletion vector holds {len(raw)} bytes, sizeInBytes says {dv.size_in_bytes}",
+        )
+        return
+    out.accept(data_path, dv, frame_inline(raw[: dv.size_in_bytes]), "stored inline")
+
+
+def _stored_location(
+    root: Location, data_path: str, dv: DeletionVectorDescriptor, io: FileIO, out: _Verified
+) -> Location | None:
+    """The file holding a ``u``/``p`` DV, or None (a problem recorded) when it must not be opened:
+    a malformed descriptor, a file outside the table root, or one a link leads out of it."""
+    try:
+        location = dv_location(root, dv)
+    except ValueError as e:
+        out.problem(data_path, f"its deletion vector descriptor: {e}")
+        return None
+    if location is None:
+        out.problem(
+            data_path,
+            f"its deletion vector ({dv.path_or_inline_dv!r}) is stored outside the table root; "
+            "it was not opened",
+        )
+        return None
+    if io.escapes(root, location):
+        out.problem(
+            data_path,
+            f"its deletion vector file {location} is a symbolic link (or lies under one) leading "
+            "outside the table root; it was not opened",
+        )
+        return None
+    return location
+
+
+def _plan_reads(by_file: dict[Location, list[tuple[str, DeletionVectorDescriptor]]]) -> list[_Request]:
+    """One ranged read per run of nearby DVs in each file (:func:`_ranges`)."""
+    requests: list[_Request] = []
+    for location, members in by_file.items():
+        wanted = [(dv.offset or 0, dv.size_in_bytes + 8) for _, dv in members]
+        for start, end, idx in _ranges(wanted):
+            requests.append((location, start, end, [(*members[i], wanted[i][0]) for i in idx]))
+    return requests
+
+
+def _fetch(io: FileIO, req: _Request) -> bytes | str:
+    """The bytes of one ranged read, or why they cannot be read (a local file must be a regular file)."""
+    location, start, end, _ = req
+    try:
+        return io.new_input(location).read_range(start, end - start)
+    except FileNotFoundError:
+        return f"its file {location} does not exist"
+    except OSError as e:  # NotRegularFileError included
+        return f"its file {location} cannot be read: {e}"

@@ -24,7 +24,7 @@ from urllib.parse import unquote, urlsplit
 
 from icecompat_writer import storage
 from icecompat_writer.errors import TableReadError
-from icecompat_writer.storage import Location, ObjectPath
+from icecompat_writer.storage import FileIO, Location, ObjectPath
 
 __all__ = [
     "DELTA_LOG_DIR",
@@ -164,22 +164,22 @@ def parse_log_file_name(path: Location) -> LogFile | None:
     return None
 
 
-def list_log_files(log_dir: Location) -> list[LogFile]:
+def list_log_files(log_dir: Location, *, io: FileIO) -> list[LogFile]:
     """Every recognised file directly in ``log_dir`` (not in ``_sidecars``/``_staged_commits``).
 
     One listing of the directory (a ``scandir`` locally, one paginated LIST on an object store): the
     listing, not the ``_last_checkpoint`` hint, is what decides which files exist.
     """
-    return list_log_entries(log_dir)[0]
+    return list_log_entries(log_dir, io=io)[0]
 
 
-def list_log_entries(log_dir: Location) -> tuple[list[LogFile], frozenset[str]]:
+def list_log_entries(log_dir: Location, *, io: FileIO) -> tuple[list[LogFile], frozenset[str]]:
     """:func:`list_log_files`, and the names of every regular file the listing saw (recognised or not),
     so a reader learns from the same listing whether ``_last_checkpoint`` exists."""
     out: list[LogFile] = []
     names: set[str] = set()
     try:
-        for entry in storage.list_files(log_dir):
+        for entry in io.list_files(log_dir):
             names.add(entry.name)
             parsed = parse_log_file_name(entry.location)
             if parsed is not None:
@@ -201,8 +201,6 @@ def table_root_path(table_root: str | Path | ObjectPath) -> Location:
     refused. Only lexical normalisation is done (no symlink resolution), so the root the caller names
     is the root the rest of the reader compares against.
     """
-    if isinstance(table_root, ObjectPath):
-        return table_root
     return storage.parse_location(table_root)
 
 
@@ -224,17 +222,9 @@ def resolve_data_path(table_root: str | Path | ObjectPath, add_path: str) -> Loc
     give None: such a file is reported, never opened. The check is lexical (no symlinks are followed),
     which is what keeps it cheap for 100,000 files.
     """
-    root = table_root if isinstance(table_root, Path | ObjectPath) else table_root_path(table_root)
-    if isinstance(root, ObjectPath):
-        text = resolve_data_path_text(root.uri, add_path)
-        return None if text is None else storage.parse_location(_escape(text))
-    resolved = resolve_data_path_text(os.fspath(root), add_path)
-    return None if resolved is None else Path(resolved)
-
-
-def _escape(uri_text: str) -> str:
-    """A resolved (decoded) object-store path as a URI ``parse_location`` decodes back to the same key."""
-    return uri_text.replace("%", "%25").replace("?", "%3F").replace("#", "%23")
+    root = table_root_path(table_root)
+    resolved = resolve_data_path_text(str(root), add_path)  # a local path's text, or the root's URI
+    return None if resolved is None else storage.location_in(root, resolved)
 
 
 def resolve_data_path_text(root_text: str, add_path: str) -> str | None:
@@ -297,7 +287,7 @@ def _remote_absolute(root_text: str, add_path: str) -> str | None:
     """
     try:
         target = storage.parse_location(add_path)
-        root = storage.parse_location(_escape(root_text))
+        root = storage.parse_location(storage.escape_decoded(root_text))
     except TableReadError:
         return None
     if not isinstance(target, ObjectPath) or not isinstance(root, ObjectPath):

@@ -24,18 +24,17 @@ local one; local files are opened only when they are regular files (never a name
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from io import BytesIO
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from icecompat_writer import storage
-from icecompat_writer.storage import Location
+from icecompat_writer.storage import FileIO, Location
 from icecompat_writer.storage.local import (
     NotRegularFileError,
     check_regular_file,
@@ -112,16 +111,16 @@ class ParquetActions:
     every file's statistics (both ``delta.checkpoint.writeStatsAs*`` properties false)."""
 
 
-def iter_json_lines(path: Location) -> Iterator[tuple[int, bytes]]:
+def iter_json_lines(path: Location, *, io: FileIO) -> Iterator[tuple[int, bytes]]:
     """``(line_number, raw_line)`` for every non-blank line, 1-based. Opening errors propagate
     (:class:`NotRegularFileError` for a named pipe, device or directory)."""
-    data = storage.read_bytes(path)
-    for number, raw in enumerate(io.BytesIO(data), start=1):
+    data = io.new_input(path).read()
+    for number, raw in enumerate(BytesIO(data), start=1):
         if raw.strip():
             yield number, raw
 
 
-def read_json_actions(path: Location, display_name: str) -> JsonActions:
+def read_json_actions(path: Location, display_name: str, *, io: FileIO) -> JsonActions:
     """All actions of a JSON commit / compaction / V2 checkpoint file.
 
     A line that is not a JSON object becomes a finding and is skipped: one torn write must not hide
@@ -129,9 +128,9 @@ def read_json_actions(path: Location, display_name: str) -> JsonActions:
     ``OSError`` from opening the file propagates (the caller decides what a missing file means),
     :class:`NotRegularFileError` included.
     """
-    data = storage.read_bytes(path)
+    data = io.new_input(path).read()
     # Lines exactly as iterating the open file gives them (split after b"\n" only).
-    lines = [(number, raw) for number, raw in enumerate(io.BytesIO(data), start=1) if raw.strip()]
+    lines = [(number, raw) for number, raw in enumerate(BytesIO(data), start=1) if raw.strip()]
     routed: list[bytes] = []
     others: list[tuple[int, bytes]] = []
     for number, raw in lines:
@@ -224,7 +223,7 @@ def _read_lines(lines: Iterable[tuple[int, bytes]], display_name: str) -> JsonAc
     return out
 
 
-def read_parquet_actions(path: Location, *, with_adds: bool = True) -> ParquetActions:
+def read_parquet_actions(path: Location, *, io: FileIO, with_adds: bool = True) -> ParquetActions:
     """The actions of one checkpoint part, V2 checkpoint or sidecar file.
 
     Raises whatever pyarrow raises for an unreadable file (``OSError``, ``pyarrow.ArrowException``),
@@ -233,7 +232,7 @@ def read_parquet_actions(path: Location, *, with_adds: bool = True) -> ParquetAc
     """
     out = ParquetActions()
     as_dicts = False
-    pf = pq.ParquetFile(storage.parquet_source(path))
+    pf = pq.ParquetFile(io.new_input(path).parquet_source())
     try:
         schema = pf.schema_arrow
         names = set(schema.names)

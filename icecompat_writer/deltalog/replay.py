@@ -24,7 +24,6 @@ from __future__ import annotations
 import bisect
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -32,7 +31,7 @@ import pyarrow.compute as pc
 
 from icecompat_writer import storage
 from icecompat_writer.errors import TableReadError
-from icecompat_writer.storage import Location
+from icecompat_writer.storage import FileIO, Location
 
 from .actions import Protocol
 from .columnar import FILE_ACTIONS_SCHEMA, fill_parsed, line_dv_key, line_rows, only_adds, reconcile
@@ -82,6 +81,7 @@ class LogListing:
 
     table_root: Location
     log_dir: Location
+    io: FileIO
     names: frozenset[str] = frozenset()
     commits: dict[int, LogFile] = field(default_factory=dict)
     compactions: dict[int, list[LogFile]] = field(default_factory=dict)
@@ -90,15 +90,8 @@ class LogListing:
 
     def rel(self, path: Location) -> str:
         """``path`` relative to the table root, for findings."""
-        root = self.table_root
-        try:
-            if isinstance(path, Path) and isinstance(root, Path):
-                return path.relative_to(root).as_posix()
-            if isinstance(path, storage.ObjectPath):
-                return path.relative_to(root).as_posix()
-        except ValueError:
-            pass
-        return str(path)
+        rel = storage.relative_text(path, self.table_root)
+        return str(path) if rel is None else rel
 
     @property
     def latest_version(self) -> int | None:
@@ -115,11 +108,12 @@ class LogListing:
         return any(c.end_version == version for cs in self.compactions.values() for c in cs)
 
 
-def list_log(table_root: Location) -> LogListing:
-    """List and classify ``<table_root>/_delta_log`` (one listing); TableReadError when there is no log."""
+def list_log(table_root: Location, *, io: FileIO) -> LogListing:
+    """List and classify ``<table_root>/_delta_log`` (one listing through ``io``, which the listing
+    keeps for every file the replay reads); TableReadError when there is no log."""
     log_dir = table_root / DELTA_LOG_DIR
-    files, names = list_log_entries(log_dir)
-    listing = LogListing(table_root=table_root, log_dir=log_dir, names=names)
+    files, names = list_log_entries(log_dir, io=io)
+    listing = LogListing(table_root=table_root, log_dir=log_dir, io=io, names=names)
     parts: dict[tuple[int, int], dict[int, LogFile]] = {}
     for lf in files:
         if lf.kind is LogFileKind.COMMIT:
@@ -480,7 +474,7 @@ def _apply_commit(
 ) -> None:
     display = listing.rel(lf.path)
     try:
-        read = read_json_actions(lf.path, display)
+        read = read_json_actions(lf.path, display, io=listing.io)
     except OSError as e:
         findings.append(
             LogFinding(FindingCode.UNREADABLE_FILE, f"commit {lf.version} could not be read: {e}", display)
@@ -502,7 +496,7 @@ def _apply_compaction(
     in_range = _commits_in(listing, lf.version, lf.end_version)
     commits_present = len(in_range) == lf.end_version - lf.version + 1
     try:
-        read = read_json_actions(lf.path, display)
+        read = read_json_actions(lf.path, display, io=listing.io)
         problem = read.findings[0].message if read.findings else None
     except OSError as e:
         read, problem = None, str(e)
@@ -542,6 +536,38 @@ def _apply_compaction(
         state.files.extend(read.files)
 
 
+class _Damage:
+    """Damage met while loading a checkpoint: raised at once (:class:`_CheckpointDamaged`) in strict
+    mode, so the caller can try another checkpoint; kept as findings in lenient mode."""
+
+    def __init__(self, strict: bool) -> None:
+        self.strict = strict
+        self.found: list[LogFinding] = []
+
+    def __call__(self, code: FindingCode, message: str, display: str) -> None:
+        finding = LogFinding(code, message, display)
+        if self.strict:
+            raise _CheckpointDamaged(finding)
+        self.found.append(finding)
+
+
+@dataclass
+class _CheckpointContent:
+    """What the files of one checkpoint hold, gathered before any of it is applied to the state."""
+
+    non_file: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    adds: list[pa.RecordBatch | list[dict[str, Any]]] = field(default_factory=list)
+    typed: dict[int, ParsedColumns] = field(default_factory=dict)  # index in adds -> typed columns
+    sidecars: list[dict[str, Any]] = field(default_factory=list)
+    stats_dropped: bool = False
+
+    def take(self, parquet: ParquetActions) -> None:
+        self.stats_dropped |= parquet.stats_dropped
+        if parquet.parsed is not None:
+            self.typed.update((len(self.adds) + i, p) for i, p in enumerate(parquet.parsed))
+        self.adds.extend(parquet.adds)
+
+
 def _read_checkpoint(
     listing: LogListing,
     cand: CheckpointCandidate,
@@ -556,91 +582,103 @@ def _read_checkpoint(
     caller can try another checkpoint; in lenient mode damage becomes findings and what could be read
     is used.
     """
-    non_file: list[tuple[str, dict[str, Any]]] = []
-    adds: list[pa.RecordBatch | list[dict[str, Any]]] = []
-    typed: dict[int, ParsedColumns] = {}  # index in adds -> its typed stats / partition values
-    sidecars: list[dict[str, Any]] = []
-
-    def take(parquet: ParquetActions) -> None:
-        state.stats_dropped |= parquet.stats_dropped
-        if parquet.parsed is not None:
-            typed.update((len(adds) + i, p) for i, p in enumerate(parquet.parsed))
-        adds.extend(parquet.adds)
-
-    local: list[LogFinding] = []
-
-    def damaged(code: FindingCode, message: str, display: str) -> None:
-        finding = LogFinding(code, message, display)
-        if strict:
-            raise _CheckpointDamaged(finding)
-        local.append(finding)
-
+    damage = _Damage(strict)
+    content = _CheckpointContent()
     for lf in cand.files:
-        display = listing.rel(lf.path)
         if lf.file_format == "json":
-            try:
-                read = read_json_actions(lf.path, display)
-            except OSError as e:
-                damaged(FindingCode.UNREADABLE_CHECKPOINT, f"checkpoint could not be read: {e}", display)
-                continue
-            if read.findings:
-                damaged(
-                    FindingCode.UNREADABLE_CHECKPOINT,
-                    f"checkpoint has {len(read.findings)} damaged line(s), first at line "
-                    f"{read.findings[0].line}",
-                    display,
-                )
-            if read.files is not None:
-                adds.append(only_adds(read.files))
-            as_dicts: list[dict[str, Any]] = []
-            adds.append(as_dicts)
-            for name, a in read.actions:
-                if name == "add":
-                    parsed = a.get("stats_parsed")
-                    if a.get("stats") is None and isinstance(parsed, dict):
-                        a["stats"] = render_json_stats(parsed)  # writeStatsAsJson=false, JSON form
-                    as_dicts.append(a)
-                elif name == "sidecar":
-                    sidecars.append(a)
-                elif name != "remove":
-                    non_file.append((name, a))
+            _read_json_part(listing, lf, content, damage)
         else:
-            try:
-                parquet = read_parquet_actions(lf.path)
-            except (OSError, pa.ArrowException, ValueError) as e:
-                damaged(FindingCode.UNREADABLE_CHECKPOINT, f"checkpoint could not be read: {e}", display)
-                continue
-            take(parquet)
-            for name, a in parquet.non_file:
-                if name == "sidecar":
-                    sidecars.append(a)
-                else:
-                    non_file.append((name, a))
-
+            _read_parquet_part(listing, lf, content, damage)
     first = listing.rel(cand.files[0].path)
+    _read_sidecars(listing, content, first, damage)
+    _check_checkpoint_actions(cand, content.non_file, first, damage)
+    if content.typed:
+        _fill_typed(content)
+    findings.extend(damage.found)
+    state.stats_dropped |= content.stats_dropped
+    state.apply(content.non_file, first, findings)
+    state.add_checkpoint_files(content.adds)
+
+
+def _read_json_part(listing: LogListing, lf: LogFile, content: _CheckpointContent, damage: _Damage) -> None:
+    """One JSON checkpoint file (a V2 checkpoint) into ``content``."""
+    display = listing.rel(lf.path)
+    try:
+        read = read_json_actions(lf.path, display, io=listing.io)
+    except OSError as e:
+        damage(FindingCode.UNREADABLE_CHECKPOINT, f"checkpoint could not be read: {e}", display)
+        return
+    if read.findings:
+        damage(
+            FindingCode.UNREADABLE_CHECKPOINT,
+            f"checkpoint has {len(read.findings)} damaged line(s), first at line {read.findings[0].line}",
+            display,
+        )
+    if read.files is not None:
+        content.adds.append(only_adds(read.files))
+    as_dicts: list[dict[str, Any]] = []
+    content.adds.append(as_dicts)
+    for name, a in read.actions:
+        if name == "add":
+            parsed = a.get("stats_parsed")
+            if a.get("stats") is None and isinstance(parsed, dict):
+                a["stats"] = render_json_stats(parsed)  # writeStatsAsJson=false, JSON form
+            as_dicts.append(a)
+        elif name == "sidecar":
+            content.sidecars.append(a)
+        elif name != "remove":
+            content.non_file.append((name, a))
+
+
+def _read_parquet_part(
+    listing: LogListing, lf: LogFile, content: _CheckpointContent, damage: _Damage
+) -> None:
+    """One Parquet checkpoint file (classic, one part of a multi-part, or a V2 one) into ``content``."""
+    display = listing.rel(lf.path)
+    try:
+        parquet = read_parquet_actions(lf.path, io=listing.io)
+    except (OSError, pa.ArrowException, ValueError) as e:
+        damage(FindingCode.UNREADABLE_CHECKPOINT, f"checkpoint could not be read: {e}", display)
+        return
+    content.take(parquet)
+    for name, a in parquet.non_file:
+        if name == "sidecar":
+            content.sidecars.append(a)
+        else:
+            content.non_file.append((name, a))
+
+
+def _read_sidecars(listing: LogListing, content: _CheckpointContent, first: str, damage: _Damage) -> None:
+    """The sidecar files a V2 checkpoint names, each only from inside ``_delta_log/_sidecars``."""
     sidecar_dir = listing.log_dir / SIDECARS_DIR
-    for sc in sidecars:
+    for sc in content.sidecars:
         raw_path = sc.get("path")
         target = resolve_data_path(sidecar_dir, raw_path) if isinstance(raw_path, str) else None
         if target is None:
-            damaged(
+            damage(
                 FindingCode.UNREADABLE_SIDECAR,
                 f"sidecar path {raw_path!r} is not inside {DELTA_LOG_DIR}/{SIDECARS_DIR}",
                 first,
             )
             continue
         try:
-            take(read_parquet_actions(target))
+            content.take(read_parquet_actions(target, io=listing.io))
         except (OSError, pa.ArrowException, ValueError) as e:
-            damaged(FindingCode.UNREADABLE_SIDECAR, f"sidecar {raw_path!r} could not be read: {e}", first)
+            damage(FindingCode.UNREADABLE_SIDECAR, f"sidecar {raw_path!r} could not be read: {e}", first)
 
+
+def _check_checkpoint_actions(
+    cand: CheckpointCandidate, non_file: list[tuple[str, dict[str, Any]]], first: str, damage: _Damage
+) -> None:
+    """A checkpoint without protocol or metaData is damaged; a V2 checkpoint's ``checkpointMetadata``
+    that is missing or names another version is a finding (the checkpoint is still used)."""
     names = {name for name, _ in non_file}
     for required in ("protocol", "metaData"):
         if required not in names:
-            damaged(FindingCode.UNREADABLE_CHECKPOINT, f"checkpoint has no {required} action", first)
+            damage(FindingCode.UNREADABLE_CHECKPOINT, f"checkpoint has no {required} action", first)
     cp_meta = [a for name, a in non_file if name == "checkpointMetadata"]
     if cand.kind is LogFileKind.UUID_CHECKPOINT and not cp_meta:
-        local.append(
+        damage.found.append(
             LogFinding(
                 FindingCode.INVALID_CHECKPOINT,
                 "UUID-named (V2) checkpoint has no checkpointMetadata action",
@@ -649,7 +687,7 @@ def _read_checkpoint(
         )
     for meta in cp_meta:
         if meta.get("version") not in (None, cand.version):
-            local.append(
+            damage.found.append(
                 LogFinding(
                     FindingCode.INVALID_CHECKPOINT,
                     f"checkpointMetadata says version {meta.get('version')}, the file name says "
@@ -657,16 +695,17 @@ def _read_checkpoint(
                     first,
                 )
             )
-    if typed:
-        meta = next((a for name, a in reversed(non_file) if name == "metaData"), {})
-        schema = _schema_of(meta)
-        configuration = meta.get("configuration")
-        tree = type_tree(schema, configuration if isinstance(configuration, dict) else {})
-        for i, columns in typed.items():
-            adds[i] = fill_parsed(adds[i], columns, tree)
-    findings.extend(local)
-    state.apply(non_file, first, findings)
-    state.add_checkpoint_files(adds)
+
+
+def _fill_typed(content: _CheckpointContent) -> None:
+    """Render the typed ``stats_parsed`` / ``partitionValues_parsed`` columns of the adds that carry
+    them into the JSON forms, with the types of the checkpoint's own schema."""
+    meta: dict[str, Any] = next((a for name, a in reversed(content.non_file) if name == "metaData"), {})
+    schema = _schema_of(meta)
+    configuration = meta.get("configuration")
+    tree = type_tree(schema, configuration if isinstance(configuration, dict) else {})
+    for i, columns in content.typed.items():
+        content.adds[i] = fill_parsed(content.adds[i], columns, tree)
 
 
 def _recover_stats(
@@ -714,9 +753,8 @@ def _recover_stats(
     seen: set[str] = set()  # paths some present commit adds, with stats or without
     for version in sorted((v for v in listing.commits if v <= cand.version), reverse=True):
         try:
-            read = read_json_actions(
-                listing.commits[version].path, listing.rel(listing.commits[version].path)
-            )
+            commit_path = listing.commits[version].path
+            read = read_json_actions(commit_path, listing.rel(commit_path), io=listing.io)
         except OSError:
             continue
         in_commit: dict[str, str] = {}
@@ -786,7 +824,7 @@ def _schema_of(meta: dict[str, Any]) -> dict[str, Any] | None:
 def _read_commit_info(listing: LogListing, lf: LogFile) -> dict[str, Any] | None:
     """The commitInfo of one commit (checkpoints and compactions do not keep it)."""
     try:
-        read = read_json_actions(lf.path, listing.rel(lf.path))
+        read = read_json_actions(lf.path, listing.rel(lf.path), io=listing.io)
     except OSError:
         return None
     for name, a in read.actions:
@@ -816,10 +854,10 @@ def _check_last_checkpoint(listing: LogListing, findings: list[LogFinding]) -> N
     """Verify the ``_last_checkpoint`` hint against the listing; a wrong hint is only a finding."""
     path = listing.log_dir / LAST_CHECKPOINT_FILE
     display = listing.rel(path)
-    if not isinstance(path, Path) and LAST_CHECKPOINT_FILE not in listing.names:
+    if listing.io.is_remote(path) and LAST_CHECKPOINT_FILE not in listing.names:
         return  # the listing says it is not there: no request for it
     try:
-        text = storage.read_bytes(path)  # local: a named pipe here would block the reader forever
+        text = listing.io.new_input(path).read()  # local: a named pipe here would block the reader forever
     except FileNotFoundError:
         return
     except OSError as e:

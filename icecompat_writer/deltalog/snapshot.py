@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from icecompat_writer.errors import TableReadError
-from icecompat_writer.storage import Location
+from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
 from .actions import Metadata, Protocol, TableState
 from .columnar import LiveFiles, build_live_files
@@ -66,6 +66,9 @@ class Snapshot:
     checkpoint_version: int | None = None
     findings: tuple[LogFinding, ...] = ()
     stats_lost: frozenset[str] = frozenset()
+    io: FileIO = field(default=DEFAULT_IO, compare=False, repr=False)
+    """The FileIO the log was read with; whoever reads the table's data files or deletion vectors for
+    this snapshot reads them with it."""
 
     @cached_property
     def add_files(self) -> tuple[AddFile, ...]:
@@ -86,15 +89,18 @@ class Snapshot:
         return [f for f in self.findings if f.code is code]
 
 
-def read_snapshot(table_root: str | Location, version: int | None = None) -> Snapshot:
-    """Read the table at ``version`` (the latest when None) from its ``_delta_log``.
+def read_snapshot(
+    table_root: str | Location, version: int | None = None, *, io: FileIO = DEFAULT_IO
+) -> Snapshot:
+    """Read the table at ``version`` (the latest when None) from its ``_delta_log``, through ``io``
+    (kept in ``Snapshot.io`` for what reads the table's files next).
 
     Raises :class:`~icecompat_writer.errors.TableReadError` when there is no log, no commit, the
     version does not exist (or cannot be reconstructed), or the replay yields no protocol/metadata.
     Everything else the reader can survive is in ``Snapshot.findings``.
     """
     root = table_root_path(table_root)
-    listing = list_log(root)
+    listing = list_log(root, io=io)
     result = replay(listing, version)
     findings = list(result.findings)
     if result.metadata is None or result.protocol is None:
@@ -134,20 +140,22 @@ def read_snapshot(table_root: str | Location, version: int | None = None) -> Sna
         checkpoint_version=result.checkpoint_version,
         findings=tuple(findings),
         stats_lost=result.stats_lost,
+        io=io,
     )
 
 
-def list_versions(table_root: str | Location) -> list[int]:
+def list_versions(table_root: str | Location, *, io: FileIO = DEFAULT_IO) -> list[int]:
     """Versions that have a commit file in ``_delta_log``, ascending (TableReadError: no log).
 
     Versions that survive only in a checkpoint or a compaction file are not listed: this is the list
     of commits whose actions :func:`read_commit` can return.
     """
     root = table_root_path(table_root)
-    return sorted(lf.version for lf in list_log_files(root / DELTA_LOG_DIR) if lf.kind is LogFileKind.COMMIT)
+    listed = list_log_files(root / DELTA_LOG_DIR, io=io)
+    return sorted(lf.version for lf in listed if lf.kind is LogFileKind.COMMIT)
 
 
-def read_commit(table_root: str | Location, version: int) -> list[dict[str, Any]]:
+def read_commit(table_root: str | Location, version: int, *, io: FileIO = DEFAULT_IO) -> list[dict[str, Any]]:
     """The actions of one commit exactly as written: one dict per line, e.g. ``{"add": {...}}``.
 
     Strict, unlike the snapshot reader: a missing commit or a damaged line raises TableReadError,
@@ -163,7 +171,7 @@ def read_commit(table_root: str | Location, version: int) -> list[dict[str, Any]
     path = log_dir / commit_file_name(version)
     out: list[dict[str, Any]] = []
     try:
-        for number, raw in iter_json_lines(path):
+        for number, raw in iter_json_lines(path, io=io):
             try:
                 obj = json.loads(raw)
             except ValueError as e:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from icecompat_writer.deltalog.deletion_vectors import read_deletion_vectors
+from icecompat_writer.storage import DEFAULT_IO, FileIO
 
 from .avro import deletion_vector_record
 from .locations import uri
@@ -27,16 +28,19 @@ from .table import IcebergTable, NewFile, refuse
 __all__ = ["deletion_vector_files"]
 
 
-def deletion_vector_files(table: IcebergTable, files: Sequence[NewFile], version: int) -> list[DeleteFile]:
-    """The deletion vectors of ``files`` (one commit's new data files) as delete files, their bytes
-    written into one new Puffin file; none when no file has a DV. Refuses the commit, naming every data
-    file, when a DV cannot be read or disagrees with its log cardinality
-    (``ICEBERG-EMIT-DELETION-VECTOR-READ``)."""
+
+def deletion_vector_files(
+    table: IcebergTable, files: Sequence[NewFile], version: int, *, io: FileIO = DEFAULT_IO
+) -> list[DeleteFile]:
+    """The deletion vectors of ``files`` (one commit's new data files, DVs read through ``io``) as
+    delete files, their bytes written into one new Puffin file; none when no file has a DV. Refuses
+    the commit, naming every data file, when a DV cannot be read or disagrees with its log
+    cardinality (``ICEBERG-EMIT-DELETION-VECTOR-READ``)."""
     with_dv = [f for f in files if f.deletion_vector is not None]
     if not with_dv:
         return []
     read = read_deletion_vectors(
-        table.root, [(f.delta_path, f.deletion_vector) for f in with_dv if f.deletion_vector]
+        table.root, [(f.delta_path, f.deletion_vector) for f in with_dv if f.deletion_vector], io=io
     )
     refuse(
         [

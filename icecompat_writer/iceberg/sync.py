@@ -19,10 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from icecompat_writer import storage
 from icecompat_writer.deltalog.paths import table_root_path
 from icecompat_writer.errors import ConcurrentWriteError, IcebergSyncWarning, IcecompatError
-from icecompat_writer.storage import Location
+from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
 from .catalogs import CatalogSync, sync_catalog
 from .emitter import METADATA_DIR, PROP_DELTA_VERSION, _existing_metadata, write_iceberg_metadata
@@ -75,16 +74,16 @@ def sync_requested(configuration: Mapping[str, str]) -> bool:
     return "iceberg" in {f.strip().lower() for f in formats.split(",")}
 
 
-def converted_version(table_root: str | os.PathLike[str]) -> int | None:
+def converted_version(table_root: str | os.PathLike[str], *, io: FileIO = DEFAULT_IO) -> int | None:
     """The last Delta version the table's Iceberg metadata holds (None: no Iceberg metadata)."""
-    return _converted(table_root_path(os.fspath(table_root)))
+    return _converted(table_root_path(os.fspath(table_root)), io)
 
 
-def _converted(root: Location) -> int | None:
+def _converted(root: Location, io: FileIO = DEFAULT_IO) -> int | None:
     existing = _existing_metadata(root / METADATA_DIR)
     if existing is None:
         return None
-    props = json.loads(storage.read_bytes(existing[1]).decode("utf-8")).get("properties") or {}
+    props = json.loads(io.new_input(existing[1]).read().decode("utf-8")).get("properties") or {}
     raw = props.get(PROP_DELTA_VERSION)
     return int(raw) if raw is not None and str(raw).isdigit() else None
 
@@ -117,8 +116,11 @@ def sync_after_commit(
     configuration: Mapping[str, str],
     conf_catalog: str | None = None,
     default_identifier: str | None = None,
+    *,
+    io: FileIO = DEFAULT_IO,
 ) -> IcebergSync:
-    """Bring the Iceberg metadata (and the catalog, if one is named) up to at least Delta ``version``.
+    """Bring the Iceberg metadata (and the catalog, if one is named) up to at least Delta ``version``,
+    reading what it checks through ``io``.
 
     ``default_identifier`` is the table's Spark catalog name (``db.tbl``) when known: the Iceberg
     identifier unless the table property ``icecompat.iceberg.identifier`` says otherwise.
@@ -143,7 +145,7 @@ def sync_after_commit(
         assert result is not None
         metadata_location = str(result.metadata_path)
         metadata_version = result.metadata_version
-        snapshot_id = result.snapshots[-1].snapshot_id if result.snapshots else _current_snapshot(result)
+        snapshot_id = result.snapshots[-1].snapshot_id if result.snapshots else _current_snapshot(result, io)
         target = _catalog_target(conf_catalog, configuration, default_identifier)
         if target is not None:
             catalog = sync_catalog(target[0], target[1], metadata_location)
@@ -153,7 +155,7 @@ def sync_after_commit(
             f"({type(err).__name__}: {err}); the next sync catches up"
         )
         warnings.warn(message, IcebergSyncWarning, stacklevel=3)
-        done = _safe_converted(root)
+        done = _safe_converted(root, io)
         return IcebergSync(
             version,
             -1 if done is None else done,
@@ -163,20 +165,20 @@ def sync_after_commit(
             catalog,
             error=message,
         )
-    done = _safe_converted(root)
+    done = _safe_converted(root, io)
     return IcebergSync(
         version, -1 if done is None else done, metadata_location, metadata_version, snapshot_id, catalog
     )
 
 
-def _current_snapshot(result: Any) -> int | None:
-    meta = json.loads(storage.read_bytes(result.metadata_path).decode("utf-8"))
+def _current_snapshot(result: Any, io: FileIO) -> int | None:
+    meta = json.loads(io.new_input(result.metadata_path).read().decode("utf-8"))
     sid = meta.get("current-snapshot-id")
     return None if sid is None or sid == -1 else int(sid)
 
 
-def _safe_converted(root: Location) -> int | None:
+def _safe_converted(root: Location, io: FileIO) -> int | None:
     try:
-        return _converted(root)
+        return _converted(root, io)
     except Exception:  # reporting the lag must not turn a warning into a failure
         return None

@@ -37,7 +37,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from icecompat_writer import storage
 from icecompat_writer.checking.check import counted_from_footer, snapshot_facts
@@ -47,7 +46,7 @@ from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.errors import Violation
 from icecompat_writer.facts import DataFileFacts
-from icecompat_writer.storage import Location, ObjectPath
+from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
 from . import _delta
 from .checks import rule_set_for, table_violations
@@ -140,13 +139,14 @@ def _check(
     adds: Sequence[AddFile],
     facts: list[DataFileFacts],
     inside: set[str],
+    io: FileIO,
     lost: frozenset[str] = frozenset(),
 ) -> int:
     """Facts of ``adds`` (footers read unless the path leaves the root) added to ``facts``, then the
     rules; refuses with every problem. Paths found inside the root go into ``inside``. A file in
     ``lost`` (``Snapshot.stats_lost``) takes its row count from its footer, as the checker does.
     Returns the number of footers read."""
-    real_root = os.path.realpath(root) if isinstance(root, Path) else ""
+    real_root = "" if io.is_remote(root) else os.path.realpath(str(root))
     outside: list[Violation] = []
     read = 0
     real_dirs: dict[str, str] = {}
@@ -162,9 +162,9 @@ def _check(
     facts.extend(
         counted_from_footer(fact, lost)
         for fact in storage.map_bounded(
-            lambda pair: file_facts(root, pair[0], read_footer=pair[1] is None),
+            lambda pair: file_facts(root, pair[0], read_footer=pair[1] is None, io=io),
             list(zip(adds, reasons, strict=True)),
-            workers=LOCAL_READERS if isinstance(root, Path) else storage.MAX_PARALLEL_READS,
+            workers=storage.MAX_PARALLEL_READS if io.is_remote(root) else LOCAL_READERS,
         )
     )
     read = sum(1 for r in reasons if r is None)
@@ -179,16 +179,18 @@ def verify_full(
     format_version: int,
     reason: str = "first conversion",
     snap: Snapshot | None = None,
+    *,
+    io: FileIO = DEFAULT_IO,
 ) -> Verified:
-    """Every live data file of ``version`` checked (footers read), with the table's rules.
+    """Every live data file of ``version`` checked (footers read through ``io``), with the table's rules.
 
     ``snap``: the snapshot of ``version`` when the caller has read it already."""
     if snap is None or snap.version != version:
-        snap = read_snapshot(root, version)
+        snap = read_snapshot(root, version, io=io)
     facts: list[DataFileFacts] = []
     inside: set[str] = set()
     read = 0
-    if isinstance(snap.table_root, ObjectPath):
+    if io.is_remote(snap.table_root):
         # one listing of the table, then one ranged read per footer in a bounded pool (the checker's path)
         facts = list(snapshot_facts(snap, files="all", every_file=True, footer_counts=True).facts)
         read = len(facts)
@@ -210,6 +212,7 @@ def verify_full(
             snap.add_files,
             facts,
             inside,
+            io,
             snap.stats_lost,
         )
     return Verified(
@@ -232,8 +235,11 @@ def verify_since(
     version: int,
     format_version: int,
     snap: Snapshot | None = None,
+    *,
+    io: FileIO = DEFAULT_IO,
 ) -> Verified:
-    """Verify ``version`` reading only what ``commits`` (every commit after the recorded one) add.
+    """Verify ``version`` reading only what ``commits`` (every commit after the recorded one) add,
+    through ``io``.
 
     Falls back to :func:`verify_full` (and says why in ``reason``) when the record is missing or
     inconsistent, the rules changed, or a commit changes the protocol or metadata.
@@ -242,9 +248,9 @@ def verify_since(
     if problem is None and any(c.changes_table for c in commits):
         problem = "a new commit changes the protocol or the table metadata"
     if problem is not None:
-        return verify_full(root, version, format_version, problem, snap)
+        return verify_full(root, version, format_version, problem, snap, io=io)
     if snap is None or snap.version != version:
-        snap = read_snapshot(root, version)
+        snap = read_snapshot(root, version, io=io)
     key = rules_key(snap.metadata, format_version)
     if key != meta.properties.get(PROP_VERIFIED_RULES):
         return verify_full(
@@ -253,6 +259,7 @@ def verify_since(
             format_version,
             f"verified under {meta.properties.get(PROP_VERIFIED_RULES)}, held to {key} now",
             snap,
+            io=io,
         )
     # The files the new commits add that are still live at ``version`` (in commit order).
     added: dict[str, Mapping[str, object]] = {}
@@ -276,6 +283,7 @@ def verify_since(
         [AddFile.from_json(a) for a in added.values()],
         facts,
         inside,
+        io,
     )
     before = int(meta.properties[PROP_VERIFIED_FILES])
     # Without removes and with distinct paths, the live set grew by exactly the added paths unless one

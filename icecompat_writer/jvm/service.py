@@ -54,8 +54,9 @@ Every answer names the ``profile`` that applied (null: none, the write is not a 
 
 A request about a table outside the local file system carries ``hadoop``: the object-store keys of
 the session's Hadoop configuration (``fs.s3a.*``, ``fs.azure.*``, ``fs.gs.*``, secrets resolved
-through Hadoop's credential providers). Every operation reads such a table through the storage layer
-with them (:func:`icecompat_writer.storage.hadoop_settings`), so this process reaches a bucket with
+through Hadoop's credential providers). Every operation reads such a table through a
+:class:`~icecompat_writer.storage.FileIO` built from them for the request (the Iceberg metadata writer
+of a ``sync`` through :func:`icecompat_writer.storage.hadoop_settings`), so this process reaches a bucket with
 exactly the credentials and endpoint the session's own connectors use, whatever its environment
 holds. They are kept in memory for that request only and appear in no answer or log.
 
@@ -136,7 +137,7 @@ def _refusal(
     }
 
 
-def _plan_metadata(req: PlanMetadata) -> Answer:
+def _plan_metadata(req: PlanMetadata, io: storage.FileIO) -> Answer:
     proposed = new = Metadata.from_json(req.new_metadata)
     previous = None
     if req.table_exists:
@@ -168,7 +169,7 @@ def _plan_metadata(req: PlanMetadata) -> Answer:
     except CompatViolation as e:
         return _refusal(profile, list(e.violations), where)
     if previous is not None and not req.creating and profile != held:
-        stale = _files_below(profile, planned, previous, str(req.table))
+        stale = _files_below(profile, planned, previous, str(req.table), io)
         if stale:
             return _refusal(profile, stale, where)
     # Delta's write rules on the planned state, as compat_write's; an ALTER TABLE ... SET TBLPROPERTIES
@@ -227,7 +228,9 @@ def _write_rule_violations(new: Any, previous: Any) -> list[Violation]:
     return problems
 
 
-def _files_below(profile: str, planned: Any, previous: Any, table: str) -> list[Violation]:
+def _files_below(
+    profile: str, planned: Any, previous: Any, table: str, io: storage.FileIO
+) -> list[Violation]:
     """A metadata-only switch to ``profile``: the live files must already meet it.
 
     Declaring a profile changes no data file, so every live file (its footer and its AddFile) is
@@ -235,12 +238,12 @@ def _files_below(profile: str, planned: Any, previous: Any, table: str) -> list[
     files do not meet. The fix is a rewrite of the files, which ``icecompat upgrade`` does.
     """
     root = _local_root(table)
-    snapshot = read_snapshot(root)
+    snapshot = read_snapshot(root, io=io)
     adds = list(snapshot.add_files)
     if not adds:
         return []
     # one footer at a time locally; an object store's reads overlap (latency-bound)
-    facts = list(storage.map_bounded(lambda add: file_facts(root, add), adds))
+    facts = list(storage.map_bounded(lambda add: file_facts(root, add, io=io), adds))
     found = validate(profile, planned.metadata, planned.protocol, previous, files=facts, scopes=[Scope.FILE])
     hint = (
         "this change declares the profile without rewriting a file: run `icecompat upgrade` on the table "
@@ -281,7 +284,7 @@ def _supplied_facts(add: Any, supplied: Mapping[str, Any]) -> Any:
         return dataclasses.replace(facts, footer_error=f"{add.path}: {e.reason}")
 
 
-def _check_commit(req: CheckCommit) -> Answer:
+def _check_commit(req: CheckCommit, io: storage.FileIO) -> Answer:
     """The last check before a commit file is written: the same rules whatever the table's store.
 
     A local table's previous state and new footers are read here; for a table on an object store the
@@ -301,7 +304,7 @@ def _check_commit(req: CheckCommit) -> Answer:
             previous = TableState(*before_state, int(state["version"]))
     else:
         root = _local_root(req.table)
-        before = read_snapshot(root, version - 1) if version > 0 else None
+        before = read_snapshot(root, version - 1, io=io) if version > 0 else None
         if before is not None:
             previous = TableState(before.protocol, before.metadata, before.version)
             known = {a.path for a in before.add_files}
@@ -334,7 +337,7 @@ def _check_commit(req: CheckCommit) -> Answer:
         return out
 
     synced: Answer = {} if req.opted_out else _sync_wanted(metadata.configuration)
-    pending = _declared_later(req, previous, metadata, delete)
+    pending = _declared_later(req, previous, metadata, delete, io)
     if pending is not None:
         return pending
     if profile is None:
@@ -349,7 +352,7 @@ def _check_commit(req: CheckCommit) -> Answer:
         footers = req.footers or {}
         facts = [_supplied_facts(add, footers) for add in adds]
     else:
-        facts = [file_facts(root, add) for add in adds]
+        facts = [file_facts(root, add, io=io) for add in adds]
     violations = _features_ahead(profile, protocol, previous)
     violations += judge(
         profile, metadata, protocol, previous, facts, outside=outside, footers_required=True
@@ -371,13 +374,17 @@ def _sync_wanted(configuration: Mapping[str, str]) -> Answer:
     return {"sync": {k: str(configuration[k]) for k in keys if k in configuration}}
 
 
-def _sync(req: Sync) -> Answer:
+def _sync(req: Sync, io: storage.FileIO) -> Answer:
     """Iceberg metadata (and catalog) after a guarded commit: :func:`.iceberg.sync.sync_after_commit`.
 
     Its warning is not printed here but answered (``warning``), for the JVM to log in the driver; and
     whatever the Iceberg libraries might print goes to stderr, never onto the answer channel.
     """
-    with warnings.catch_warnings(record=True), contextlib.redirect_stdout(sys.stderr):
+    with (
+        warnings.catch_warnings(record=True),
+        contextlib.redirect_stdout(sys.stderr),
+        storage.hadoop_settings(req.hadoop),  # the metadata writer does not take a FileIO yet
+    ):
         warnings.simplefilter("ignore")
         synced = sync_after_commit(
             req.table,
@@ -385,6 +392,7 @@ def _sync(req: Sync) -> Answer:
             dict(req.configuration or {}),
             req.catalog or None,
             req.identifier or None,
+            io=io,
         )
     answer: Answer = {
         "ok": synced.error is None,
@@ -399,7 +407,9 @@ def _sync(req: Sync) -> Answer:
     return answer
 
 
-def _declared_later(req: CheckCommit, previous: Any, metadata: Any, delete: Any) -> Answer | None:
+def _declared_later(
+    req: CheckCommit, previous: Any, metadata: Any, delete: Any, io: storage.FileIO
+) -> Answer | None:
     """A commit made before the metadata its command sets: judged by what that metadata will be.
 
     delta-spark turns row tracking on in several commits (the protocol upgrade, the backfill that
@@ -426,7 +436,8 @@ def _declared_later(req: CheckCommit, previous: Any, metadata: Any, delete: Any)
                 {**previous.metadata.configuration, **{str(k): str(v) for k, v in asked.items()}}
             ).to_json(),
             command_properties=asked,
-        )
+        ),
+        io,
     )
     if answer.get("ok") or not answer.get("violations"):
         return None
@@ -477,17 +488,18 @@ def _present(req: Request, key: str, value: Any) -> Any:
     return value
 
 
-def _answer(req: Request) -> Answer:
-    """The answer to one parsed request (the operation's failures propagate to :func:`handle`)."""
+def _answer(req: Request, io: storage.FileIO) -> Answer:
+    """The answer to one parsed request, its files read through ``io`` (the operation's failures
+    propagate to :func:`handle`)."""
     if isinstance(req, protocol.Hello):
         return protocol.check_hello(req)
     if isinstance(req, protocol.Ping):
         return {"ok": True, "version": __version__, "protocol": protocol.PROTOCOL_VERSION}
     if isinstance(req, PlanMetadata):
-        return _plan_metadata(req)
+        return _plan_metadata(req, io)
     if isinstance(req, CheckCommit):
-        return _check_commit(req)
-    return _sync(req)
+        return _check_commit(req, io)
+    return _sync(req, io)
 
 
 def handle(raw: Any) -> Answer:
@@ -497,8 +509,7 @@ def handle(raw: Any) -> Answer:
     except protocol.ProtocolError as e:
         return {"error": str(e)}
     try:
-        with storage.hadoop_settings(req.hadoop):
-            return _answer(req)
+        return _answer(req, storage.FileIO(hadoop=req.hadoop))
     except Exception as e:
         return {"error": f"{type(e).__name__}: {e}"}
 

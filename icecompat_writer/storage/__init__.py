@@ -9,9 +9,13 @@ environment (:mod:`.config`). The one operation pyarrow lacks, a
 create that fails when the object exists, uses the cloud's SDK (:mod:`.conditional`).
 
 :class:`FileIO` (:mod:`.fileio`, in pyiceberg's manner) holds one set of store settings and hands out
-an :class:`InputFile` or :class:`OutputFile` per location; the module-level operations (:mod:`.ops`)
-are those of :data:`DEFAULT_IO`, whose settings are the running session's (or a driver's, handed
-over for one request), else the environment.
+an :class:`InputFile` or :class:`OutputFile` per location. It is built at an edge (a write, an
+upgrade, the command line, the rule service from the settings a driver sends with a request) and
+passed down: the log reader, the checker and the footer readers take it as ``io``, and a snapshot
+keeps the one it was read with. The module-level operations (:mod:`.ops`) are those of
+:data:`DEFAULT_IO`, whose settings are the running session's (or a driver's, handed over for one
+request with :func:`hadoop_settings`), else the environment; it is also the default ``io`` of the
+public readers.
 
 Paths inside a table are resolved with :mod:`icecompat_writer.deltalog.paths`, which refuses anything
 outside the table root; this package reads only what it is given.
@@ -47,10 +51,13 @@ from .uri import (
     Location,
     ObjectPath,
     UnsupportedSchemeError,
+    escape_decoded,
     iceberg_uri,
     is_local,
+    location_in,
     location_uri,
     parse_location,
+    relative_text,
 )
 
 __all__ = [
@@ -71,6 +78,7 @@ __all__ = [
     "clear_cache",
     "create_if_absent",
     "delete_files",
+    "escape_decoded",
     "exists",
     "file_kind",
     "file_size",
@@ -81,6 +89,7 @@ __all__ = [
     "is_local",
     "list_files",
     "list_tree",
+    "location_in",
     "location_uri",
     "make_directory",
     "map_bounded",
@@ -93,6 +102,7 @@ __all__ = [
     "read_parquet_metadata",
     "read_range",
     "read_tail",
+    "relative_text",
     "remove_empty_directory",
     "resolve_options",
     "write_bytes",

@@ -129,6 +129,20 @@ class FileIO:
     def __init__(self, hadoop: Mapping[str, str] | None = None) -> None:
         self._hadoop = dict(hadoop) if hadoop is not None else None
 
+    def is_remote(self, location: Location) -> bool:
+        """Whether each access to ``location`` is a request to a store (an object store), not a local
+        system call: a reader then trusts one listing over probing names, and the location has no
+        links, named pipes or devices to guard against."""
+        return not isinstance(location, Path)
+
+    def escapes(self, root: Location, location: Location) -> bool:
+        """Whether ``location``, lexically inside ``root``, reaches outside it through a symbolic link
+        (a local concern only: an object store has no links)."""
+        if not isinstance(location, Path) or not isinstance(root, Path):
+            return False
+        real_root = os.path.realpath(root).rstrip("/") + "/"
+        return not os.path.realpath(location).startswith(real_root)
+
     def options(self, path: ObjectPath) -> StoreOptions:
         """The resolved store options of ``path``'s bucket (container)."""
         if self._hadoop is not None:

@@ -39,8 +39,8 @@ _lock = threading.Lock()
 _filesystems: dict[tuple[str, str, tuple[tuple[str, str], ...]], pafs.FileSystem] = {}
 _options: dict[tuple[int, str, str], dict[str, str]] = {}
 _clients: dict[tuple[Any, ...], Any] = {}
-# Hadoop settings handed to this process by the Spark driver that asked for the work (the rule
-# service), in force for the duration of one request; see hadoop_settings().
+# Hadoop settings of DEFAULT_IO for the duration of one request of a process that works for a Spark
+# driver (the rule service), for the code that does not take a FileIO yet; see hadoop_settings().
 _supplied: Mapping[str, str] | None = None
 
 
@@ -66,14 +66,17 @@ def cached_client(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
 
 @contextlib.contextmanager
 def hadoop_settings(values: Mapping[str, str] | None) -> Iterator[None]:
-    """Reach object stores with ``values`` (a Spark session's Hadoop settings) inside the block.
+    """Give :data:`~.ops.DEFAULT_IO` (the module-level operations) ``values``, a Spark session's
+    Hadoop settings, inside the block.
 
-    For a process that works for a Spark driver without being one (the rule service the session
-    guard starts): the driver sends the object-store keys of its session's Hadoop configuration with
-    a request, and the storage layer uses them exactly as it would use the session's own, before the
-    environment. The values live in this process's memory for the block only; they are never
-    written to a file, a log or a message. The block is process-wide (footer reads run on pool
-    threads), so it is meant for a process that serves one request at a time.
+    Readers take the :class:`~.fileio.FileIO` they use as a parameter (the rule service builds one
+    per request from the settings the driver sent). This block remains for the code that still
+    reaches files through the module-level operations rather than a FileIO handed to it: the Iceberg
+    metadata writer the service runs after a commit (``iceberg.emitter``, ``iceberg.producers`` and
+    the manifest, Puffin and table-metadata writers below them) and the catalog's FileIO
+    properties. It must be process-wide, not per thread, because those writers read footers on pool
+    threads (:func:`~.ops.map_bounded`); so it is meant for a process that serves one request at a
+    time. The values live in memory for the block only; they are never written, logged or sent.
     """
     global _supplied
     with _lock:

@@ -27,10 +27,13 @@ __all__ = [
     "Location",
     "ObjectPath",
     "UnsupportedSchemeError",
+    "escape_decoded",
     "iceberg_uri",
     "is_local",
+    "location_in",
     "location_uri",
     "parse_location",
+    "relative_text",
 ]
 
 # scheme -> store family: one filesystem implementation and one set of configuration keys per family
@@ -191,6 +194,30 @@ def parse_location(text: str | os.PathLike[str] | ObjectPath) -> Location:
         raise TableReadError(f"{text!r} has a query or fragment, which no table location has")
     key = posixpath.normpath("/" + unquote(parts.path)).lstrip("/") if parts.path else ""
     return ObjectPath(scheme, parts.netloc, "" if key == "." else key)
+
+
+def escape_decoded(text: str) -> str:
+    """A decoded object-store path text as a URI :func:`parse_location` decodes back to the same key."""
+    return text.replace("%", "%25").replace("?", "%3F").replace("#", "%23")
+
+
+def location_in(root: Location, text: str) -> Location:
+    """The location of ``text``, a decoded path under ``root`` in ``root``'s own spelling (a local path,
+    or an object URI of ``root``'s store), as a location of ``root``'s kind."""
+    if isinstance(root, Path):
+        return Path(text)
+    return parse_location(escape_decoded(text))
+
+
+def relative_text(location: Location, root: Location) -> str | None:
+    """``location`` relative to ``root`` as a POSIX path, or None when it is not under ``root``
+    (or on another store)."""
+    try:
+        if isinstance(location, Path):
+            return location.relative_to(root).as_posix() if isinstance(root, Path) else None
+        return location.relative_to(root).as_posix()
+    except ValueError:
+        return None
 
 
 def location_uri(location: Location) -> str:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.errors import CompatViolation, IcecompatError, TableReadError
+from icecompat_writer.storage import FileIO
 from icecompat_writer.upgrading.plan import FileRewrite, UpgradePlan, plan_upgrade
 from icecompat_writer.writing.target import Target
 
@@ -207,8 +208,7 @@ def _location(path: str | Path) -> str:
     (``file:`` URIs too), an object-store URI (``s3a://bucket/t``) as the user wrote it."""
     from icecompat_writer import storage
 
-    loc = storage.parse_location(os.fspath(path))
-    return os.fspath(loc) if isinstance(loc, Path) else loc.uri
+    return str(storage.parse_location(os.fspath(path)))  # a local path's text, or the object's URI
 
 
 def upgrade_table(
@@ -233,13 +233,14 @@ def upgrade_table(
 
     location = _location(path)
     prof = get_profile(profile)
+    io = FileIO()  # the running session's Hadoop settings, else the environment
     if dry_run:
         try:
-            return UpgradeResult.from_plan(plan_upgrade(location, prof.name), dry_run=True)
+            return UpgradeResult.from_plan(plan_upgrade(location, prof.name, io=io), dry_run=True)
         except CompatViolation as err:
             if not _column_mapping_first(err):
                 raise
-        ahead = plan_upgrade(location, prof.name, column_mapping_first=True)
+        ahead = plan_upgrade(location, prof.name, column_mapping_first=True, io=io)
         return replace(UpgradeResult.from_plan(ahead, dry_run=True), column_mapping_first=True)
     if spark is None:
         raise IcecompatError("upgrade_table needs a SparkSession (only a dry run does without one)")
@@ -251,7 +252,7 @@ def upgrade_table(
         read_version = t.read_version
         if read_version < 0:
             raise TableReadError(f"there is no Delta table at {location}")
-        p = plan_upgrade(location, prof.name, version=read_version)
+        p = plan_upgrade(location, prof.name, version=read_version, io=io)
         if not p.needed:
             return UpgradeResult.from_plan(p, dry_run=False, attempts=t.number)
 
@@ -267,7 +268,7 @@ def upgrade_table(
         adds = t.track(added)
         rows = sum(a.num_records or 0 for a in adds)
         # read inside the attempt: an error here aborts it like a refusal (no orphan files)
-        facts = [file_facts(location, a) for a in adds]
+        facts = [file_facts(location, a, io=io) for a in adds]
         problems = judge(
             prof,
             p.planned.metadata,
@@ -316,7 +317,7 @@ def upgrade_table(
     spark.sql(
         f"ALTER TABLE {target.sql_name} SET TBLPROPERTIES ('delta.columnMapping.mode'='name')"
     ).collect()
-    mapped_at = read_snapshot(location).version
+    mapped_at = read_snapshot(location, io=io).version
     log.info("turned column mapping on in %s at version %d before the upgrade", location, mapped_at)
     result = transaction.run(spark, location, attempt_upgrade)
     return replace(result, column_mapping_first=True, column_mapping_version=mapped_at)

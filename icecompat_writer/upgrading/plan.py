@@ -46,6 +46,7 @@ from icecompat_writer.schema import (
     is_id,
     parse_schema,
 )
+from icecompat_writer.storage import DEFAULT_IO, FileIO
 
 __all__ = [
     "NEW_STATE_RULES",
@@ -156,10 +157,15 @@ def iceberg_metadata_files(table_root: str | Path) -> list[str]:
 
 
 def plan_upgrade(
-    table: str | Path, profile: str, *, version: int | None = None, column_mapping_first: bool = False
+    table: str | Path,
+    profile: str,
+    *,
+    version: int | None = None,
+    column_mapping_first: bool = False,
+    io: FileIO = DEFAULT_IO,
 ) -> UpgradePlan:
     """Plan the upgrade of the table at ``table`` (a local path) to ``profile``, at ``version``
-    (default: the latest). Reads the log and every live file's footer; writes nothing.
+    (default: the latest). Reads the log and every live file's footer through ``io``; writes nothing.
 
     ``column_mapping_first`` plans from the table as it is after a commit of its own turned column
     mapping ``name`` mode on (every physical name the column's name): what the upgrade of a table with
@@ -171,7 +177,7 @@ def plan_upgrade(
     :class:`~icecompat_writer.planning.UnknownProfileError` for an unknown profile.
     """
     prof = get_profile(profile)
-    snapshot = read_snapshot(table, version)
+    snapshot = read_snapshot(table, version, io=io)
     root = str(snapshot.table_root)
     seen = snapshot_facts(snapshot, files="all")
     if seen.errors:

@@ -33,6 +33,7 @@ from icecompat_writer.errors import (
 )
 from icecompat_writer.iceberg.sync import CATALOG_CONF, IcebergSync, sync_after_commit, sync_requested
 from icecompat_writer.planning import Plan, judge, plan
+from icecompat_writer.storage import FileIO
 from icecompat_writer.writing import transaction
 from icecompat_writer.writing.compose import (
     OVERWRITE_MODES,
@@ -262,11 +263,13 @@ def compat_write(
         bridge.activate_writer_features(spark)
     tgt = parse_target(target)
     location, registered = _resolve_location(spark, tgt)
-    write = _Write(spark, df, req, tgt, location, registered)
+    io = FileIO()  # the session's Hadoop settings (the running session), else the environment
+    write = _Write(spark, df, req, tgt, location, registered, io)
     created = transaction.missing_ancestor(location)
     result: WriteResult = transaction.run(spark, location, write.attempt, created=created)
     if result.version is not None:
-        result = _sync_iceberg(spark, result, write.committed_configuration, _catalog_identifier(spark, tgt))
+        identifier = _catalog_identifier(spark, tgt)
+        result = _sync_iceberg(spark, result, write.committed_configuration, identifier, io)
     return result
 
 
@@ -282,6 +285,7 @@ class _Write:
     target: Target
     location: str
     registered: bool
+    io: FileIO
     committed_configuration: dict[str, str] = field(default_factory=dict)
 
     def attempt(self, t: transaction.Attempt) -> WriteResult:
@@ -376,7 +380,7 @@ class _Write:
         """The new files, judged from their footers before the commit; a refusal deletes them first.
 
         Read inside the attempt: an error here aborts it like a refusal (no orphan files)."""
-        facts = [file_facts(self.location, a) for a in adds]
+        facts = [file_facts(self.location, a, io=self.io) for a in adds]
         problems = judge(
             self.req.profile,
             planned.metadata,
@@ -406,7 +410,11 @@ def _catalog_identifier(spark: Any, target: Target) -> str | None:
 
 
 def _sync_iceberg(
-    spark: Any, result: WriteResult, configuration: Mapping[str, str], identifier: str | None = None
+    spark: Any,
+    result: WriteResult,
+    configuration: Mapping[str, str],
+    identifier: str | None,
+    io: FileIO,
 ) -> WriteResult:
     """The last step after a commit: Iceberg metadata (and catalog) for tables that ask for it.
 
@@ -417,5 +425,7 @@ def _sync_iceberg(
     if not sync_requested(configuration):
         return result
     conf_catalog = spark.conf.get(CATALOG_CONF, None)
-    synced = sync_after_commit(result.location, result.version, configuration, conf_catalog, identifier)
+    synced = sync_after_commit(
+        result.location, result.version, configuration, conf_catalog, identifier, io=io
+    )
     return dataclasses.replace(result, iceberg=synced)

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from icecompat_writer.checking import footers
 from icecompat_writer.checking.check import (
     CheckFinding,
     Report,
@@ -335,6 +336,28 @@ def test_files_option_selects_which_footers_are_read(tmp_path: Path) -> None:
 def test_an_unknown_profile_is_refused_before_anything_is_read(tmp_path: Path) -> None:
     with pytest.raises(UnknownProfileError):
         check_table(tmp_path / "does-not-exist", "v4")
+
+
+def test_a_defect_in_the_footer_decoder_is_raised_not_reported_as_a_bad_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only what a bad file raises becomes a finding; a reader's own defect reaches the caller."""
+    table = build_table(tmp_path / "t", "v3", files=1)
+
+    def defect(*args: object) -> None:
+        raise AttributeError("simulated defect in the decoder")
+
+    monkeypatch.setattr(footers, "_footer", defect)
+    with pytest.raises(AttributeError, match="simulated defect"):
+        check_table(table.root)
+
+    def too_deep(*args: object) -> None:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(footers, "_footer", too_deep)  # what a hostile footer's nesting raises
+    report = check_table(table.root)
+    assert codes_of(report) == [("unreadable_data_file", live_paths(table.root)[0])]
+    assert "nested too deeply" in report.findings[0].message
 
 
 def test_unreadable_tables_raise_table_read_error(tmp_path: Path) -> None:

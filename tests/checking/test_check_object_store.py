@@ -11,9 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from icecompat_writer import storage
+from icecompat_writer.checking import footers
 from icecompat_writer.checking.check import check_table
 from icecompat_writer.checking.footers import TAIL_BYTES
+from icecompat_writer.deltalog import read_snapshot
 from tests.checking.test_check import codes_of, rows_of
 from tests.cli.synthetic import build_table, stats, write_data_file
 from tests.deltalog import logbuilder as lb
@@ -114,3 +118,38 @@ def test_a_footer_longer_than_the_tail_read_costs_exactly_one_more_ranged_read(
     assert footer.num_rows == 1 and len(footer.fields) == 1500
     assert size == (tmp_path / "wide.parquet").stat().st_size
     assert [g[2] for g in gets] == [206, 206]
+
+
+def test_check_table_reads_through_the_fileio_it_is_given(
+    s3_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store settings travel with the FileIO handed down (what the rule service builds from the
+    settings a driver sends): the environment points at no server, and no process-wide block is open."""
+    root = tmp_path / "t"
+    build_table(root, "v3")
+    _, uri = upload(s3_server, root)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "nobody")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "nothing")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:1")
+    storage.clear_cache()
+    hadoop = {k.removeprefix("spark.hadoop."): v for k, v in s3_server.spark_conf().items()}
+    io = storage.FileIO(hadoop=hadoop)
+    report = check_table(uri, "v3", io=io)
+    assert report.compliant and (report.files_total, report.files_checked) == (2, 2)
+    assert read_snapshot(uri, io=io).io is io  # the snapshot keeps it for what reads the files next
+
+
+def test_a_defect_in_the_footer_decoder_is_raised_not_reported_as_a_bad_object(
+    s3_env: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "t"
+    build_table(root, "v3", files=1)
+    _, uri = upload(s3_env, root)
+
+    def defect(*args: object) -> None:
+        raise AttributeError("simulated defect in the decoder")
+
+    monkeypatch.setattr(footers, "_footer", defect)
+    with pytest.raises(AttributeError, match="simulated defect"):
+        check_table(uri, "v3")

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from icecompat_writer.deltalog import LiveFiles, read_snapshot, readers
 from icecompat_writer.deltalog.columnar import FILE_ACTIONS_SCHEMA, line_dv_key, line_rows, reconcile
 from icecompat_writer.deltalog.paths import resolve_data_path_text
+from icecompat_writer.storage import DEFAULT_IO
 
 from . import logbuilder as lb
 from .test_replay_model import histories, write_history
@@ -274,7 +275,7 @@ def test_partitioned_json_lines_read_the_same_both_ways(tmp_path: Path, case: st
 def test_the_columnar_path_is_taken_for_ordinary_lines(tmp_path: Path) -> None:
     _table(tmp_path, [b'{"remove":{"path":"f3.parquet"}}\n'])
     with reading("columnar"):
-        read = readers.read_json_actions(tmp_path / "_delta_log" / f"{1:020d}.json", "x")
+        read = readers.read_json_actions(tmp_path / "_delta_log" / f"{1:020d}.json", "x", io=DEFAULT_IO)
     assert read.files is not None and read.files.num_rows == MANY + 1
     assert read.actions == [] and read.findings == []
 
@@ -282,7 +283,7 @@ def test_the_columnar_path_is_taken_for_ordinary_lines(tmp_path: Path) -> None:
 def test_a_damaged_line_sends_the_file_down_the_line_path(tmp_path: Path) -> None:
     _table(tmp_path, ODD_LINES["corrupt"])
     with reading("columnar"):
-        read = readers.read_json_actions(tmp_path / "_delta_log" / f"{1:020d}.json", "x")
+        read = readers.read_json_actions(tmp_path / "_delta_log" / f"{1:020d}.json", "x", io=DEFAULT_IO)
     assert read.files is None
     assert [f.line for f in read.findings] == [MANY // 2 + 1]
 

@@ -19,6 +19,7 @@ from icecompat_writer.deltalog import (
 )
 from icecompat_writer.deltalog import replay as replay_module
 from icecompat_writer.errors import TableReadError
+from icecompat_writer.storage import DEFAULT_IO, FileIO
 
 from . import logbuilder as lb
 
@@ -364,10 +365,10 @@ def test_a_compaction_claiming_a_huge_range_is_not_walked(
     if unreadable:
         read = replay_module.read_json_actions
 
-        def refuse(path: Path, display: str) -> Any:
+        def refuse(path: Path, display: str, *, io: FileIO) -> Any:
             if "compacted" in path.name:
                 raise OSError("permission denied")
-            return read(path, display)
+            return read(path, display, io=io)
 
         monkeypatch.setattr(replay_module, "read_json_actions", refuse)
     snap = read_snapshot(tmp_path)
@@ -573,7 +574,7 @@ def test_log_files_that_are_not_regular_files_are_never_opened(tmp_path: Path) -
     assert codes(snap) == [FindingCode.MISSING_COMMIT]
     # a file swapped for a pipe after the listing is refused when it is opened
     with pytest.raises(readers.NotRegularFileError, match="named pipe"):
-        readers.read_json_actions(b.log / f"{1:020d}.json", "x")
+        readers.read_json_actions(b.log / f"{1:020d}.json", "x", io=DEFAULT_IO)
     with pytest.raises(TableReadError, match="named pipe"):
         read_commit(tmp_path, 1)
 

@@ -19,6 +19,7 @@ import pytest
 from icecompat_writer.deltalog import FindingCode, Metadata, Protocol, Snapshot, read_commit, read_snapshot
 from icecompat_writer.deltalog.files import dv_unique_id
 from icecompat_writer.deltalog.paths import LogFileKind, list_log_files
+from icecompat_writer.storage import DEFAULT_IO
 from tests.support import session_conf
 
 pytestmark = pytest.mark.spark
@@ -210,7 +211,8 @@ def assert_same(ours: Snapshot, theirs: SparkView) -> None:
 
 
 def log_names(path: Path) -> list[str]:
-    return sorted(f.name for f in list_log_files(path / "_delta_log") if f.kind is not LogFileKind.CHECKSUM)
+    listed = list_log_files(path / "_delta_log", io=DEFAULT_IO)
+    return sorted(f.name for f in listed if f.kind is not LogFileKind.CHECKSUM)
 
 
 # --- tests ---------------------------------------------------------------------------------------

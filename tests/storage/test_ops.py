@@ -205,3 +205,26 @@ def test_input_and_output_files_of_one_fileio(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         len(io.new_input(tmp_path / "nothing"))
     assert io.delete([tmp_path / "a" / "f.bin", tmp_path / "gone"]) == 1
+
+
+def test_a_fileio_answers_what_its_readers_would_otherwise_ask_of_the_location_type(tmp_path: Path) -> None:
+    """Readers above the storage layer ask the FileIO, never the location's type: whether a location
+    costs a request, whether a link leads out of a root, and a location relative to its root."""
+    io = storage.FileIO()
+    root = tmp_path / "t"
+    (root / "d").mkdir(parents=True)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (root / "d" / "f.bin").write_bytes(b"x")
+    (root / "link").symlink_to(outside)
+    remote_root = obj("s3a://bkt/t")
+    assert not io.is_remote(root) and io.is_remote(remote_root)
+    assert not io.escapes(root, root / "d" / "f.bin")
+    assert io.escapes(root, root / "link" / "f.bin")
+    assert not io.escapes(remote_root, remote_root / "link" / "f.bin")  # an object store has no links
+    assert storage.relative_text(root / "d" / "f.bin", root) == "d/f.bin"
+    assert storage.relative_text(remote_root / "d" / "f.bin", remote_root) == "d/f.bin"
+    assert storage.relative_text(tmp_path / "x", root) is None
+    assert storage.relative_text(obj("s3a://other/t/x"), remote_root) is None
+    assert storage.relative_text(root / "x", remote_root) is None
+    assert storage.relative_text(remote_root / "x", root) is None

@@ -91,7 +91,7 @@ def test_an_error_while_reading_the_new_footers_deletes_the_new_objects(
     compat_write(frame(spark, 0, 4), uri, partition_by=["part"])
     before = s3_server.bucket_digest(bucket)
 
-    def connection_reset(path: Any) -> Any:
+    def connection_reset(path: Any, **_: Any) -> Any:
         raise OSError("connection reset by peer")
 
     # the network fails while the new files' footers are read: nothing may stay behind
