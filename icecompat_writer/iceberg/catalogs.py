@@ -94,10 +94,11 @@ def _delta_version_of(properties: dict[str, str]) -> int:
     return int(raw) if raw is not None and str(raw).isdigit() else -1
 
 
-def fileio_properties(metadata_location: str) -> dict[str, str]:
-    """pyiceberg FileIO properties that reach the store holding ``metadata_location``, taken from the
-    storage layer's resolved options (the running session's ``fs.s3a.*``/``fs.azure.*``/``fs.gs.*``
-    keys, those a driver handed to the rule service, then the standard environment variables).
+def fileio_properties(metadata_location: str, io: storage.FileIO = storage.DEFAULT_IO) -> dict[str, str]:
+    """pyiceberg FileIO properties that reach the store holding ``metadata_location``, taken from
+    ``io``'s resolved options (the Hadoop settings it was built with: the running session's
+    ``fs.s3a.*``/``fs.azure.*``/``fs.gs.*`` keys or those a driver handed to the rule service; then
+    the standard environment variables).
 
     A catalog loaded for that table reads and writes its metadata with the endpoint and credentials
     the session's own connectors use, so the user does not write them a second time as ``s3.*``
@@ -106,7 +107,7 @@ def fileio_properties(metadata_location: str) -> dict[str, str]:
     location = storage.parse_location(metadata_location)
     if not isinstance(location, ObjectPath):
         return {}
-    options = storage.options_for(location).as_dict()
+    options = io.options(location).as_dict()
     out: dict[str, str] = {}
     if location.family == "s3":
         names = {
@@ -142,16 +143,18 @@ def fileio_properties(metadata_location: str) -> dict[str, str]:
     return out
 
 
-def load_catalog_for(name: str, metadata_location: str | None = None) -> Any:
+def load_catalog_for(
+    name: str, metadata_location: str | None = None, io: storage.FileIO = storage.DEFAULT_IO
+) -> Any:
     """The pyiceberg catalog ``name`` with FileIO properties for ``metadata_location``'s store.
 
     The catalog's own configuration wins key by key: an ``s3.*`` (``adls.*``, ``gcs.*``) property the
     user set for the catalog is kept, the session's value only fills what is missing.
     """
-    return _load(name, metadata_location)
+    return _load(name, metadata_location, io)
 
 
-def _load(name: str, metadata_location: str | None = None) -> Any:
+def _load(name: str, metadata_location: str | None = None, io: storage.FileIO = storage.DEFAULT_IO) -> Any:
     """The catalog ``name``, its configuration read now (pyiceberg's own module-level copy is read once,
     at import, and would miss configuration set later in a long-running driver)."""
     from pyiceberg.catalog import load_catalog
@@ -161,7 +164,7 @@ def _load(name: str, metadata_location: str | None = None) -> Any:
     properties = Config().get_catalog_config(name)
     if not properties:
         raise CatalogError(f"no Iceberg catalog named {name!r} is configured; {hint}")
-    derived = fileio_properties(metadata_location) if metadata_location else {}
+    derived = fileio_properties(metadata_location, io) if metadata_location else {}
     try:
         options: dict[str, Any] = {**derived, **{str(k): v for k, v in properties.items()}}
         key = (name, json.dumps(options, sort_keys=True, default=str))
@@ -175,10 +178,13 @@ def _load(name: str, metadata_location: str | None = None) -> Any:
         ) from err
 
 
-def sync_catalog(catalog_name: str, identifier: str, metadata_location: str) -> CatalogSync:
+def sync_catalog(
+    catalog_name: str, identifier: str, metadata_location: str, *, io: storage.FileIO = storage.DEFAULT_IO
+) -> CatalogSync:
     """Register ``identifier`` on ``metadata_location`` or move it forward to that metadata's snapshots.
 
-    ``metadata_location`` is a ``v<N>.metadata.json`` the emitter committed (a local path or a URI).
+    ``metadata_location`` is a ``v<N>.metadata.json`` the emitter committed (a local path or a URI),
+    read through ``io``, whose settings also reach the catalog's own FileIO.
     Raises :class:`CatalogError` when the catalog cannot be reached, holds a different table under
     ``identifier``, or keeps refusing the commit.
     """
@@ -193,11 +199,11 @@ def sync_catalog(catalog_name: str, identifier: str, metadata_location: str) -> 
     parsed = storage.parse_location(metadata_location)
     location = storage.iceberg_uri(parsed)  # s3:// for an s3a table, as Iceberg readers expect
     try:
-        ours = TableMetadataUtil.parse_raw(storage.read_bytes(parsed).decode("utf-8"))
+        ours = TableMetadataUtil.parse_raw(io.new_input(parsed).read().decode("utf-8"))
     except (OSError, ValueError) as err:
         raise CatalogError(f"cannot read the Iceberg metadata {location}: {err}") from err
     our_version = _delta_version_of(ours.properties)
-    catalog = _load(catalog_name, location)
+    catalog = _load(catalog_name, location, io)
     namespace = tuple(identifier.split(".")[:-1])
     if not namespace:
         raise CatalogError(f"identifier {identifier!r} needs a namespace: NAMESPACE.TABLE")

@@ -128,7 +128,7 @@ def _existing_metadata(meta_dir: Location, io: FileIO | None = None) -> tuple[in
 
 
 def _first_version(
-    root: Location, latest: int, fv_request: int | None
+    root: Location, latest: int, fv_request: int | None, io: FileIO
 ) -> tuple[int, _delta.DeltaState, int, Verified]:
     """Where a first conversion starts: the oldest version from which every later one is convertible.
 
@@ -138,7 +138,7 @@ def _first_version(
     the log can still reconstruct. Returns (start version, state at start, format version, what the
     full verification of ``latest`` established).
     """
-    versions = _delta.commit_versions(root)
+    versions = _delta.commit_versions(root, io=io)
     first = versions[0]
     if versions != list(range(first, latest + 1)):
         missing = sorted(set(range(first, latest + 1)) - set(versions))
@@ -146,7 +146,7 @@ def _first_version(
     base: _delta.DeltaState | None = None
     for version in versions:
         try:
-            base = _delta.state_at(root, version)
+            base = _delta.state_at(root, version, io=io)
             break
         except TableReadError:
             continue  # this version cannot be reconstructed (no checkpoint before it): try the next
@@ -154,7 +154,7 @@ def _first_version(
         raise TableReadError(f"no version of the Delta log of {root} can be reconstructed")
     changes: list[tuple[int, Protocol, Metadata]] = [(base.version, base.protocol, base.metadata)]
     protocol, metadata = base.protocol, base.metadata
-    for commit in _delta.iter_commits(root, base.version + 1, latest):
+    for commit in _delta.iter_commits(root, base.version + 1, latest, io=io):
         if not commit.changes_table:
             continue
         for kind, obj in commit.actions:
@@ -164,7 +164,7 @@ def _first_version(
                 metadata = Metadata.from_json(obj)
         changes.append((commit.version, protocol, metadata))
     fv = fv_request if fv_request is not None else default_format_version(changes[-1][2])
-    verified = verify_full(root, latest, fv)
+    verified = verify_full(root, latest, fv, io=io)
     start = changes[0][0]
     for i in range(len(changes) - 1, -1, -1):
         _, protocol, metadata = changes[i]
@@ -174,7 +174,7 @@ def _first_version(
                 raise CompatViolation(problems, refusal_context(latest, metadata))
             start = changes[i + 1][0]
             break
-    state = base if start == base.version else _delta.state_at(root, start)
+    state = base if start == base.version else _delta.state_at(root, start, io=io)
     return start, state, fv, verified
 
 
@@ -195,7 +195,7 @@ def write_iceberg_metadata(
         raise ValueError(f"format_version must be 2 or 3, not {format_version!r}")
     io = io or storage.DEFAULT_IO
     root = table_root_path(os.fspath(table_root))
-    versions = _delta.commit_versions(root)
+    versions = _delta.commit_versions(root, io=io)
     previous = _current_metadata(root, io)
     if previous is None:
         return _first_conversion(root, versions[-1], format_version, io)
@@ -214,15 +214,16 @@ def _current_metadata(root: Location, io: FileIO) -> tuple[int, Location] | None
 
 def _first_conversion(root: Location, latest: int, format_version: int | None, io: FileIO) -> IcebergResult:
     """No Iceberg metadata yet: one snapshot per Delta version from the first convertible one."""
-    start, state, fv, verified = _first_version(root, latest, format_version)
+    start, state, fv, verified = _first_version(root, latest, format_version, io)
     table = IcebergTable.fresh(root, fv, state.metadata, io)
     table.checked_inside = verified.inside
-    first_commit = _delta.load_commit(root, start)
+    first_commit = _delta.load_commit(root, start, io=io)
     with Transaction(table, None) as tx:
         tx.set_delta_state(state.protocol, state.metadata, start)
         tx.make_directory()
         tx.apply(_produce(table, first_commit, (), list(state.adds.values()), True, new_paths=True))
-        _convert_commits(tx, _delta.iter_commits(root, start + 1, latest), state.protocol, state.metadata)
+        commits = _delta.iter_commits(root, start + 1, latest, io=io)
+        _convert_commits(tx, commits, state.protocol, state.metadata)
         write_record(table.metadata, verified)
         number, path = tx.commit()
     return _result(root, table, number, path, latest, verified)
@@ -242,10 +243,10 @@ def _incremental_conversion(
         return IcebergResult(root, previous[1], previous[0], meta.format_version, latest, (), written=False)
     if last + 1 < versions[0]:
         raise CompatViolation([violation("ICEBERG-EMIT-HISTORY", "", first=last + 1, last=versions[0] - 1)])
-    commits = list(_delta.iter_commits(root, last + 1, latest))
-    verified = verify_since(root, meta, commits, latest, meta.format_version, snap)
+    commits = list(_delta.iter_commits(root, last + 1, latest, io=io))
+    verified = verify_since(root, meta, commits, latest, meta.format_version, snap, io=io)
     if any(c.changes_table for c in commits):
-        base = _delta.state_at(root, last)
+        base = _delta.state_at(root, last, io=io)
         base_protocol, base_metadata = base.protocol, base.metadata
     else:  # no protocol or metadata action since ``last``: those of ``latest`` were in force
         base_protocol, base_metadata = verified.protocol, verified.metadata
@@ -271,7 +272,7 @@ def _adopt(
     raw = json.loads(io.new_input(previous[1]).read().decode("utf-8"))
     props = {str(k): str(v) for k, v in (raw.get("properties") or {}).items()}
     converted = props.get(PROP_DELTA_VERSION)
-    snap = read_snapshot(root, latest)  # protocol, metadata and live files at ``latest`` (one replay)
+    snap = read_snapshot(root, latest, io=io)  # protocol, metadata and live files at ``latest`` (one replay)
     problems: list[Violation] = []
     if converted is None or not str(converted).isdigit():
         problems.append(
@@ -369,7 +370,7 @@ def _produce(
         timestamp_ms=commit.timestamp_ms,
         delta_operation=commit.operation,
     )
-    producer.add_position_deletes(deletion_vector_files(table, new_files, commit.version))
+    producer.add_position_deletes(deletion_vector_files(table, new_files, commit.version, io=table.io))
     return producer.add_files(new_files).remove_files(removed).produce()
 
 

@@ -136,7 +136,7 @@ def sync_after_commit(
         result = None
         for attempt in range(_ATTEMPTS):
             try:
-                result = write_iceberg_metadata(location)
+                result = write_iceberg_metadata(location, io=io)
                 break
             except ConcurrentWriteError:
                 # another sync committed the same metadata version first: read it and continue after it
@@ -148,7 +148,7 @@ def sync_after_commit(
         snapshot_id = result.snapshots[-1].snapshot_id if result.snapshots else _current_snapshot(result, io)
         target = _catalog_target(conf_catalog, configuration, default_identifier)
         if target is not None:
-            catalog = sync_catalog(target[0], target[1], metadata_location)
+            catalog = sync_catalog(target[0], target[1], metadata_location, io=io)
     except Exception as err:  # a sync failure must never fail the committed write
         message = (
             f"Delta version {version} of {location} committed; its Iceberg sync failed "

@@ -283,7 +283,7 @@ class IcebergTable:
             return None
         if isinstance(local_path, ObjectPath):
             try:
-                return read_object_footer(local_path)[0].num_rows
+                return read_object_footer(local_path, io=self.io)[0].num_rows
             except TableReadError:
                 return None
         try:

@@ -55,10 +55,10 @@ Every answer names the ``profile`` that applied (null: none, the write is not a 
 A request about a table outside the local file system carries ``hadoop``: the object-store keys of
 the session's Hadoop configuration (``fs.s3a.*``, ``fs.azure.*``, ``fs.gs.*``, secrets resolved
 through Hadoop's credential providers). Every operation reads such a table through a
-:class:`~icecompat_writer.storage.FileIO` built from them for the request (the Iceberg metadata writer
-of a ``sync`` through :func:`icecompat_writer.storage.hadoop_settings`), so this process reaches a bucket with
-exactly the credentials and endpoint the session's own connectors use, whatever its environment
-holds. They are kept in memory for that request only and appear in no answer or log.
+:class:`~icecompat_writer.storage.FileIO` built from them for the request (a ``sync`` writes the
+Iceberg metadata and fills the catalog's FileIO properties through the same one), so this process
+reaches a bucket with exactly the credentials and endpoint the session's own connectors use,
+whatever its environment holds. They are kept in memory for that request only and appear in no answer or log.
 
 A request that fails unexpectedly is answered with ``{"error": ...}`` (the JVM then refuses the
 write: a guard that cannot decide never lets a write through; for ``sync``, whose commit already
@@ -383,7 +383,6 @@ def _sync(req: Sync, io: storage.FileIO) -> Answer:
     with (
         warnings.catch_warnings(record=True),
         contextlib.redirect_stdout(sys.stderr),
-        storage.hadoop_settings(req.hadoop),  # the metadata writer does not take a FileIO yet
     ):
         warnings.simplefilter("ignore")
         synced = sync_after_commit(

@@ -4,8 +4,7 @@ A location is a local ``Path`` or an :class:`ObjectPath` (``s3://``/``s3a://``/`
 ``abfs://``/``abfss://``/``wasbs://``), parsed by :func:`parse_location`. Local files go through
 plain ``os`` calls (the fast path, with the guards against named pipes and devices); object stores
 through pyarrow's S3, GCS and Azure filesystems, configured from the running Spark session's Hadoop
-settings (or those a driver handed over, :func:`hadoop_settings`) or each cloud's standard
-environment (:mod:`.config`). The one operation pyarrow lacks, a
+settings or each cloud's standard environment (:mod:`.config`). The one operation pyarrow lacks, a
 create that fails when the object exists, uses the cloud's SDK (:mod:`.conditional`).
 
 :class:`FileIO` (:mod:`.fileio`, in pyiceberg's manner) holds one set of store settings and hands out
@@ -13,9 +12,8 @@ an :class:`InputFile` or :class:`OutputFile` per location. It is built at an edg
 upgrade, the command line, the rule service from the settings a driver sends with a request) and
 passed down: the log reader, the checker and the footer readers take it as ``io``, and a snapshot
 keeps the one it was read with. The module-level operations (:mod:`.ops`) are those of
-:data:`DEFAULT_IO`, whose settings are the running session's (or a driver's, handed over for one
-request with :func:`hadoop_settings`), else the environment; it is also the default ``io`` of the
-public readers.
+:data:`DEFAULT_IO`, whose settings are the running session's, else the environment; it is also
+the default ``io`` of the public readers.
 
 Paths inside a table are resolved with :mod:`icecompat_writer.deltalog.paths`, which refuses anything
 outside the table root; this package reads only what it is given.
@@ -23,7 +21,7 @@ outside the table root; this package reads only what it is given.
 
 from .config import SETTINGS, StoreOptions, resolve_options
 from .fileio import FileIO, InputFile, OutputFile
-from .filesystems import clear_cache, filesystem, filesystem_kwargs, hadoop_settings, options_for
+from .filesystems import clear_cache, filesystem, filesystem_kwargs, options_for
 from .local import NotRegularFileError, check_regular_file, file_kind, open_regular_file
 from .ops import (
     DEFAULT_IO,
@@ -84,7 +82,6 @@ __all__ = [
     "file_size",
     "filesystem",
     "filesystem_kwargs",
-    "hadoop_settings",
     "iceberg_uri",
     "is_local",
     "list_files",

@@ -121,8 +121,7 @@ class FileIO:
     """Reaches local files and object stores with one set of store settings.
 
     ``hadoop``: a Spark session's Hadoop settings (object-store keys), used before the environment;
-    None: the running session's settings as the edge installed them (or those a driver handed over
-    for the request being served, :func:`~.filesystems.hadoop_settings`), else the environment.
+    None: the running session's settings, else the environment.
     The values stay in this object's memory; they are never written or logged.
     """
 

@@ -9,10 +9,9 @@ lacks is a conditional create, which :mod:`.conditional` does with each cloud's 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -29,7 +28,6 @@ __all__ = [
     "clear_cache",
     "filesystem",
     "filesystem_kwargs",
-    "hadoop_settings",
     "options_for",
     "parse_connection_string",
 ]
@@ -39,9 +37,6 @@ _lock = threading.Lock()
 _filesystems: dict[tuple[str, str, tuple[tuple[str, str], ...]], pafs.FileSystem] = {}
 _options: dict[tuple[int, str, str], dict[str, str]] = {}
 _clients: dict[tuple[Any, ...], Any] = {}
-# Hadoop settings of DEFAULT_IO for the duration of one request of a process that works for a Spark
-# driver (the rule service), for the code that does not take a FileIO yet; see hadoop_settings().
-_supplied: Mapping[str, str] | None = None
 
 
 def clear_cache() -> None:
@@ -64,41 +59,13 @@ def cached_client(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
     return client
 
 
-@contextlib.contextmanager
-def hadoop_settings(values: Mapping[str, str] | None) -> Iterator[None]:
-    """Give :data:`~.ops.DEFAULT_IO` (the module-level operations) ``values``, a Spark session's
-    Hadoop settings, inside the block.
-
-    Readers take the :class:`~.fileio.FileIO` they use as a parameter (the rule service builds one
-    per request from the settings the driver sent). This block remains for the code that still
-    reaches files through the module-level operations rather than a FileIO handed to it: the Iceberg
-    metadata writer the service runs after a commit (``iceberg.emitter``, ``iceberg.producers`` and
-    the manifest, Puffin and table-metadata writers below them) and the catalog's FileIO
-    properties. It must be process-wide, not per thread, because those writers read footers on pool
-    threads (:func:`~.ops.map_bounded`); so it is meant for a process that serves one request at a
-    time. The values live in memory for the block only; they are never written, logged or sent.
-    """
-    global _supplied
-    with _lock:
-        before, _supplied = _supplied, (dict(values) if values is not None else None)
-    try:
-        yield
-    finally:
-        with _lock:
-            _supplied = before
-
-
 def options_for(path: ObjectPath) -> StoreOptions:
-    """The store options of ``path``: Hadoop settings (those handed over by :func:`hadoop_settings`,
-    else the running session's), then the environment.
+    """The store options of ``path``: the running session's Hadoop settings, then the environment
+    (a :class:`~.fileio.FileIO` built with settings of its own resolves with those instead).
 
     The session's Hadoop values are read once per session, store family and bucket (container)
     and cached; the environment is read on every call.
     """
-    with _lock:
-        supplied = _supplied
-    if supplied is not None:
-        return resolve_options(path, supplied)
     session_key = driver_settings.session_key()
     hadoop: dict[str, str] | None = None
     if session_key:

@@ -192,23 +192,23 @@ def test_fileio_properties_follow_the_session_settings_and_user_properties_win(
         "fs.s3a.path.style.access": "true",
         "fs.s3a.bucket.special.access.key": "AK2",
     }
-    with storage.hadoop_settings(hadoop):
-        props = fileio_properties("s3a://plain/t/metadata/v1.metadata.json")
-        assert props == {
-            "s3.access-key-id": "AK",
-            "s3.secret-access-key": "SK",
-            "s3.region": "eu-west-1",
-            "s3.endpoint": "http://127.0.0.1:9999",
-            "s3.force-virtual-addressing": "false",
-        }
-        assert fileio_properties("s3://special/t/m.json")["s3.access-key-id"] == "AK2"
-        assert fileio_properties(str(tmp_path / "m.json")) == {}
-        monkeypatch.setenv(_env_name("mine", "type"), "sql")
-        monkeypatch.setenv(_env_name("mine", "uri"), f"sqlite:///{tmp_path / 'c.db'}")
-        monkeypatch.setenv(_env_name("mine", "s3.endpoint"), "http://elsewhere:1")
-        catalog = load_catalog_for("mine", "s3://plain/t/metadata/v1.metadata.json")
-        assert catalog.properties["s3.endpoint"] == "http://elsewhere:1"  # the user's own wins
-        assert catalog.properties["s3.access-key-id"] == "AK"  # the session fills the rest
+    io = storage.FileIO(hadoop=hadoop)
+    props = fileio_properties("s3a://plain/t/metadata/v1.metadata.json", io)
+    assert props == {
+        "s3.access-key-id": "AK",
+        "s3.secret-access-key": "SK",
+        "s3.region": "eu-west-1",
+        "s3.endpoint": "http://127.0.0.1:9999",
+        "s3.force-virtual-addressing": "false",
+    }
+    assert fileio_properties("s3://special/t/m.json", io)["s3.access-key-id"] == "AK2"
+    assert fileio_properties(str(tmp_path / "m.json"), io) == {}
+    monkeypatch.setenv(_env_name("mine", "type"), "sql")
+    monkeypatch.setenv(_env_name("mine", "uri"), f"sqlite:///{tmp_path / 'c.db'}")
+    monkeypatch.setenv(_env_name("mine", "s3.endpoint"), "http://elsewhere:1")
+    catalog = load_catalog_for("mine", "s3://plain/t/metadata/v1.metadata.json", io)
+    assert catalog.properties["s3.endpoint"] == "http://elsewhere:1"  # the user's own wins
+    assert catalog.properties["s3.access-key-id"] == "AK"  # the session fills the rest
 
 
 def test_the_identifier_is_the_property_else_the_spark_catalog_name() -> None:

@@ -193,7 +193,7 @@ def test_gcs_keyfile_in_hadoop_must_match_the_environment(monkeypatch: pytest.Mo
     assert filesystem_kwargs(loc, options) == ("GcsFileSystem", {})
 
 
-def test_handed_over_hadoop_settings_win_over_the_environment_inside_the_block_only(
+def test_handed_over_hadoop_settings_win_over_the_environment_in_their_fileio_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from icecompat_writer import storage
@@ -209,17 +209,15 @@ def test_handed_over_hadoop_settings_win_over_the_environment_inside_the_block_o
         "fs.s3a.path.style.access": "true",
     }
     before = storage.options_for(path)  # this process's own sources (a live session's, else the env)
-    with storage.hadoop_settings(handed):
-        inside = storage.options_for(path)
-        with storage.hadoop_settings(None):  # a request without settings: the process's own sources
-            nested_none = storage.options_for(path)
-        again = storage.options_for(path)
+    inside = storage.FileIO(hadoop=handed).options(path)
+    without = storage.FileIO().options(path)  # a request without settings: the process's own sources
+    again = storage.FileIO(hadoop=handed).options(path)
     after = storage.options_for(path)
     assert inside.get("access_key") == "handed" and inside.get("secret_key") == "handed-secret"
     assert inside.get("endpoint") == "http://127.0.0.1:9" and inside.get("path_style") == "true"
     assert dict(inside.sources)["access_key"] == "fs.s3a.bucket.bkt.access.key"
     assert again == inside
-    assert nested_none == after == before != inside
+    assert without == after == before != inside
     assert "handed-secret" not in repr(inside.sources)  # sources name keys, never values
 
 
@@ -234,8 +232,8 @@ def test_a_fileio_built_with_hadoop_settings_uses_them_whatever_the_process_hold
     path = s3("s3a://bkt/t")
     handed = {"fs.s3a.access.key": "handed", "fs.s3a.secret.key": "handed-secret"}
     io = storage.FileIO(hadoop=handed)
-    with storage.hadoop_settings({"fs.s3a.access.key": "other", "fs.s3a.secret.key": "other-secret"}):
-        inside = io.options(path)
+    storage.FileIO(hadoop={"fs.s3a.access.key": "other", "fs.s3a.secret.key": "other-secret"}).options(path)
+    inside = io.options(path)
     assert inside.get("access_key") == "handed" and inside.get("secret_key") == "handed-secret"
     assert io.options(path) == inside
     assert storage.FileIO().options(path).get("access_key") == storage.options_for(path).get("access_key")
