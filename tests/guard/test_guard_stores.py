@@ -20,21 +20,12 @@ import pytest
 from pyspark.sql import SparkSession
 
 from icecompat_writer.checking.check import check_table
-from icecompat_writer.errors import CompatViolation
-from icecompat_writer.jvm.bridge import translate_exception
+from tests.guard.test_guard_writes import refusal
 from tests.objectstores import S3Server, Store, StoreRoot
 from tests.support import expected_field_ids, session_conf, unguarded_sql
 
 pytestmark = pytest.mark.spark
 OBJECT_STORES = pytest.mark.parametrize("store", ["s3a", "abfs"], indirect=True)
-
-
-def refusal(fn: Any) -> CompatViolation:
-    with pytest.raises(Exception) as info:
-        fn()
-    err = translate_exception(info.value)
-    assert type(err) is CompatViolation, f"{type(info.value).__name__}: {info.value}"
-    return err
 
 
 def log_actions(where: StoreRoot, version: int) -> list[dict[str, Any]]:
