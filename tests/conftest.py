@@ -2,30 +2,98 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.objectstores import S3Server, StoreRoot
+from tests.objectstores import S3Server, Store
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--soak", action="store_true", default=False, help="also run the long soak variants")
 
 
+# Fixtures that start a server (or reach one): a test using any of them is an integration test.
+SERVER_FIXTURES = frozenset(
+    {"s3_server", "s3a", "s3_env", "serial_s3", "serial_env", "azurite", "abfs", "azure_env"}
+    | {"rest_catalog", "hive_metastore"}
+)
+
+
+def _integration(item: pytest.Item) -> bool:
+    """Spark, or a server: anything else is a unit test (pure Python, local files, seconds). A test
+    that starts Spark or a server in a child process says so itself (``@pytest.mark.integration``)."""
+    if "integration" in item.keywords:
+        return True
+    names = set(getattr(item, "fixturenames", ()))
+    callspec = getattr(item, "callspec", None)
+    if "store" in names and callspec is not None and callspec.params.get("store") != "local":
+        return True
+    return "spark" in item.keywords or bool(names & SERVER_FIXTURES)
+
+
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` selects on the markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test that uses the shared session (directly or through a fixture) is marked ``spark``;
-    soak variants are skipped unless ``--soak`` is given."""
+    every test that uses Spark or a server is marked ``integration``, every other ``unit``; soak
+    variants are skipped unless ``--soak`` is given."""
     soak = config.getoption("--soak")
     skip = pytest.mark.skip(reason="soak variant: run with --soak")
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()) and "spark" not in item.keywords:
             item.add_marker(pytest.mark.spark)
+        item.add_marker(pytest.mark.integration if _integration(item) else pytest.mark.unit)
         if not soak and "soak" in item.keywords:
             item.add_marker(skip)
+
+
+class _UnitFirst:
+    @pytest.hookimpl(trylast=True)  # after ``-m`` and after pytest's grouping by fixture parameters
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        _unit_first(items)
+
+
+@pytest.hookimpl(tryfirst=True)  # the seed is set before hypothesis's plugin reads its option
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_UnitFirst(), "icecompat-unit-first")
+    seed = os.environ.get("ICECOMPAT_HYPOTHESIS_SEED")
+    if seed is not None and config.getoption("hypothesis_seed", None) is None:
+        # every hypothesis test draws from this seed; kept a string: the plugin skips a falsy 0
+        config.option.hypothesis_seed = str(int(seed))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    seed = config.getoption("hypothesis_seed", None)
+    return f"hypothesis seed: {seed if seed is not None else 'random'} (ICECOMPAT_HYPOTHESIS_SEED)"
+
+
+def _unit_first(items: list[pytest.Item]) -> None:
+    """Unit tests run before integration tests (a broken unit fails in the first minute), in their
+    collection order. A unit test that shares a module-scoped fixture with an integration test of
+    its module stays with its module, so that no module fixture is built twice."""
+    shared: dict[Any, set[str]] = {}
+    for item in items:
+        if "integration" in item.keywords:
+            shared.setdefault(item.module, set()).update(_wide_fixtures(item))
+
+    def early(item: pytest.Item) -> bool:
+        return "unit" in item.keywords and not (_wide_fixtures(item) & shared.get(item.module, set()))
+
+    items[:] = [i for i in items if early(i)] + [i for i in items if not early(i)]
+
+
+def _wide_fixtures(item: pytest.Item) -> set[str]:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return set()
+    return {
+        name
+        for name, defs in info.name2fixturedefs.items()
+        if defs and defs[-1].scope in ("module", "class", "package")
+    }
 
 
 @pytest.fixture(scope="session")
@@ -83,6 +151,29 @@ def s3a(spark: Any, s3_server: S3Server) -> Iterator[S3Server]:
     storage.clear_cache()
 
 
+@pytest.fixture(scope="session")
+def serial_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A moto server that handles one request at a time, as S3 decides conditional creates one by one
+    (moto's threaded server checks ``If-None-Match`` and stores without a lock); for create races."""
+    from tests.objectstores import start_s3_server
+
+    server = start_s3_server(tmp_path_factory.mktemp("moto-serial"), serial=True)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def serial_env(serial_s3: S3Server, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
+    """The AWS variables pointing at the one-request-at-a-time server."""
+    from icecompat_writer import storage
+
+    for key, value in serial_s3.environ().items():
+        monkeypatch.setenv(key, value)
+    storage.clear_cache()
+    yield serial_s3
+    storage.clear_cache()
+
+
 @pytest.fixture
 def s3_env(s3_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """The process environment a user of the moto server would have: AWS_* variables only."""
@@ -134,30 +225,23 @@ def abfs(spark: Any, azurite: Any) -> Iterator[Any]:
     storage.clear_cache()
 
 
-@pytest.fixture(params=["s3a", "abfs"])
-def store(request: pytest.FixtureRequest) -> Callable[[str], StoreRoot]:
-    """A new empty bucket (container) on each object store the shared session reaches, as a function
-    of a table name: the table's URI and a digest of every object below the bucket. One test written
-    against it runs once per store (``s3a`` on moto, ``abfs`` on Azurite)."""
+@pytest.fixture(params=["local", "s3a", "abfs"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    """The store a test runs on, once per store: a local directory, ``s3a`` on moto, ``abfs`` on
+    Azurite (``store("t")``: a new empty bucket and the table's location in it; see Store). Reached as
+    the test's own code reaches it: through the shared session's connectors when the test uses
+    ``spark``, through the standard environment variables otherwise (no Spark started). A test that
+    needs fewer stores narrows it: ``@pytest.mark.parametrize("store", [...], indirect=True)``."""
     from icecompat_writer import storage
 
     storage.clear_cache()
-    if request.param == "s3a":
-        s3: S3Server = request.getfixturevalue("s3a")
-
-        def on_s3(name: str) -> StoreRoot:
-            bucket = s3.new_bucket()
-            return StoreRoot(f"s3a://{bucket}/warehouse/{name}", lambda: s3.bucket_digest(bucket))
-
-        return on_s3
-    azure = request.getfixturevalue("abfs")
-
-    def on_azure(name: str) -> StoreRoot:
-        container = azure.new_container()
-        uri = f"abfs://{container}@{azure.abfs_host}/warehouse/{name}"
-        return StoreRoot(uri, lambda: azure.container_digest(container))
-
-    return on_azure
+    uses_spark = "spark" in request.fixturenames
+    server = {
+        "local": lambda: None,
+        "s3a": lambda: request.getfixturevalue("s3a" if uses_spark else "s3_env"),
+        "abfs": lambda: request.getfixturevalue("abfs" if uses_spark else "azure_env"),
+    }[request.param]()
+    return Store(request.param, server, tmp_path / "store", spark=uses_spark)
 
 
 @pytest.fixture

@@ -22,7 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-__all__ = ["AzuriteServer", "S3Server", "s3a_test_jars", "start_azurite", "start_s3_server"]
+__all__ = [
+    "AzuriteServer",
+    "S3Server",
+    "Store",
+    "StoreRoot",
+    "s3a_test_jars",
+    "start_azurite",
+    "start_s3_server",
+]
 
 # Where bin/setup puts Spark's s3a connector (hadoop-aws 3.5.0 and the AWS SDK v2 modules it loads) and
 # its abfs connector (hadoop-azure 3.5.0),
@@ -31,10 +39,83 @@ TEST_JARS_DIR = Path(__file__).resolve().parent.parent / ".cache" / "test-jars"
 
 
 class StoreRoot(NamedTuple):
-    """A table location on an object store, and the digest of its bucket (container): key -> sha256."""
+    """A table location on one store (``warehouse/<name>`` in a bucket, a container or a local
+    directory of its own) and what a test reads back from that bucket, by key below the bucket."""
 
     uri: str
-    digest: Callable[[], dict[str, str]]
+    digest: Callable[[], dict[str, str]]  # every object below the bucket: key -> sha256 of its bytes
+    read: Callable[[str], bytes]
+    upload: Callable[[Path], list[str]]  # copies a local table's files to the table's location
+    key: str  # the table's key prefix in its bucket: ``warehouse/<name>``
+
+
+class Store:
+    """One store a test runs on: ``local`` (a directory), ``s3a`` (moto) or ``abfs`` (Azurite).
+
+    Called with a table name, it makes a new empty bucket (container, directory) and answers the
+    table's :class:`StoreRoot`. ``spark``: the URI is the form the shared session's connector takes
+    (``abfs://``); otherwise the form a process reaching the store through its environment uses
+    (``abfss://``, as Spark users write it).
+    """
+
+    def __init__(self, kind: str, server: Any, base: Path, *, spark: bool) -> None:
+        self.kind, self.server, self.base, self.spark = kind, server, base, spark
+
+    def __repr__(self) -> str:
+        return f"Store({self.kind})"
+
+    def __call__(self, name: str) -> StoreRoot:
+        key = f"warehouse/{name}"
+        if self.kind == "local":
+            bucket = self.base / f"b-{uuid.uuid4().hex[:12]}"
+            bucket.mkdir(parents=True)
+
+            def upload_local(local: Path) -> list[str]:
+                import shutil
+
+                shutil.copytree(local, bucket / key, dirs_exist_ok=True)
+                return sorted(
+                    p.relative_to(bucket).as_posix() for p in (bucket / key).rglob("*") if p.is_file()
+                )
+
+            return StoreRoot(
+                str(bucket / key),
+                lambda: _directory_digest(bucket),
+                lambda k: (bucket / k).read_bytes(),
+                upload_local,
+                key,
+            )
+        if self.kind == "s3a":
+            s3: S3Server = self.server
+            b = s3.new_bucket()
+            return StoreRoot(
+                f"s3a://{b}/{key}",
+                lambda: s3.bucket_digest(b),
+                lambda k: bytes(s3.client().get_object(Bucket=b, Key=k)["Body"].read()),
+                lambda local: s3.upload_dir(local, b, key),
+                key,
+            )
+        azure: AzuriteServer = self.server
+        c = azure.new_container()
+        scheme = "abfs" if self.spark else "abfss"
+        return StoreRoot(
+            f"{scheme}://{c}@{azure.abfs_host}/{key}",
+            lambda: azure.container_digest(c),
+            lambda k: azure.read_blob(c, k),
+            lambda local: azure.upload_dir(local, c, key),
+            key,
+        )
+
+
+def _directory_digest(root: Path) -> dict[str, str]:
+    """Every file (key -> sha256) and every directory (``key/`` -> ``dir``) below ``root``: on disk an
+    empty directory left behind is a change too."""
+    return {
+        (p.relative_to(root).as_posix() + ("" if p.is_file() else "/")): (
+            hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+        )
+        for p in sorted(root.rglob("*"))
+    }
 
 
 def s3a_test_jars() -> list[Path]:
@@ -362,9 +443,11 @@ class AzuriteServer:
         return bytes(service.get_blob_client(container, name).download_blob().readall())
 
     def stop(self) -> None:
+        # Azurite's graceful shutdown waits out the SDK clients' idle keep-alive connections (about
+        # 10 s); its data is the run's temporary directory, so a second's grace is enough.
         self.process.terminate()
         try:
-            self.process.wait(timeout=10)
+            self.process.wait(timeout=1)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()

@@ -1,8 +1,12 @@
-"""The session guard on ``s3a`` tables: the same checks as locally, through the real s3a connector.
+"""The session guard on object-store tables: the same checks as locally, through Spark's own connectors.
 
-The shared session reaches the run's S3 server (moto, 127.0.0.1) through Spark's own ``s3a`` connector;
-its log store for ``s3a`` is the guard's, wrapping Delta's S3SingleDriverLogStore. What landed is read
-back from the bucket's objects, and a refusal must leave every object of the bucket as it was.
+The tests taking the ``store`` fixture run on ``s3a`` (moto on 127.0.0.1; the session's log store for
+``s3a`` is the guard's, wrapping Delta's S3SingleDriverLogStore) and on ``abfs`` (Azurite on
+127.0.0.1 through the emulator's Blob endpoint; the guard's log store wraps Delta's AzureLogStore).
+What landed is read back from the objects, and a refusal must leave every object of the bucket
+(container) as it was, the abfs connector's folder-marker blobs included. The others run on ``s3a``
+only: what they prove (the session profile, a profile switch that lands, the Iceberg sync in the rule
+service) does not depend on the store, and one store keeps the run cheap.
 """
 
 from __future__ import annotations
@@ -15,24 +19,17 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
-from icecompat_writer.errors import CompatViolation
-from icecompat_writer.jvm.bridge import translate_exception
-from tests.objectstores import S3Server
+from icecompat_writer.checking.check import check_table
+from tests.guard.test_guard_writes import refusal
+from tests.objectstores import S3Server, Store, StoreRoot
 from tests.support import expected_field_ids, session_conf, unguarded_sql
 
-pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("s3a")]  # s3a: the session reaches the S3 server
+pytestmark = pytest.mark.spark
+OBJECT_STORES = pytest.mark.parametrize("store", ["s3a", "abfs"], indirect=True)
 
 
-def refusal(fn: Any) -> CompatViolation:
-    with pytest.raises(Exception) as info:
-        fn()
-    err = translate_exception(info.value)
-    assert type(err) is CompatViolation, f"{type(info.value).__name__}: {info.value}"
-    return err
-
-
-def log_actions(s3: S3Server, bucket: str, key: str) -> list[dict[str, Any]]:
-    body = s3.client().get_object(Bucket=bucket, Key=key)["Body"].read().decode()
+def log_actions(where: StoreRoot, version: int) -> list[dict[str, Any]]:
+    body = where.read(f"{where.key}/_delta_log/{version:020d}.json").decode()
     return [json.loads(line) for line in body.splitlines() if line.strip()]
 
 
@@ -43,18 +40,19 @@ def writer_v1_table(spark: SparkSession, uri: str) -> None:
     )
 
 
-def test_compliant_insert_on_s3a_commits_with_the_planned_ids_and_names(
-    guarded: SparkSession, s3_server: S3Server
+@OBJECT_STORES
+def test_a_compliant_insert_lands_with_the_planned_ids_and_a_non_compliant_one_is_refused_at_commit(
+    guarded: SparkSession, spark: SparkSession, store: Store
 ) -> None:
-    bucket = s3_server.new_bucket()
-    uri = f"s3a://{bucket}/t"
+    where = store("t")
+    uri = where.uri
     writer_v1_table(guarded, uri)
     guarded.sql(
         f"INSERT INTO delta.`{uri}` VALUES (1, 'a', named_struct('a', 1, 'b', array(1, 2))), (2, 'b', NULL)"
     )
-    keys = set(s3_server.bucket_digest(bucket))
-    assert "t/_delta_log/00000000000000000001.json" in keys
-    created = log_actions(s3_server, bucket, "t/_delta_log/00000000000000000000.json")
+    keys = set(where.digest())
+    assert f"{where.key}/_delta_log/00000000000000000001.json" in keys
+    created = log_actions(where, 0)
     meta = next(a["metaData"] for a in created if "metaData" in a)
     assert meta["configuration"]["delta.enableIcebergWriterCompatV1"] == "true"
     schema = json.loads(meta["schemaString"])
@@ -62,41 +60,33 @@ def test_compliant_insert_on_s3a_commits_with_the_planned_ids_and_names(
     for field in schema["fields"]:  # every column named by its id, as writer-v1 plans it
         m = field["metadata"]
         assert m["delta.columnMapping.physicalName"] == f"col-{m['delta.columnMapping.id']}"
-    adds = [
-        a["add"]
-        for a in log_actions(s3_server, bucket, "t/_delta_log/00000000000000000001.json")
-        if "add" in a
-    ]
+    adds = [a["add"] for a in log_actions(where, 1) if "add" in a]
     assert len(adds) == 2
-    client = s3_server.client()
     for add in adds:
         assert json.loads(add["stats"])["numRecords"] == 1
-        body = client.get_object(Bucket=bucket, Key=f"t/{add['path']}")["Body"].read()
+        body = where.read(f"{where.key}/{add['path']}")
         arrow = pq.ParquetFile(io.BytesIO(body)).schema_arrow
         top = {f.name: int(f.metadata[b"PARQUET:field_id"]) for f in arrow}
         assert top == {k: v for k, v in expected.items() if "." not in k}
     assert guarded.read.format("delta").load(uri).count() == 2
+    report = check_table(uri, "writer-v1", files="all")
+    assert report.compliant and report.files_checked == 2, report.render_text()
 
-
-def test_insert_into_a_non_compliant_writer_v1_table_on_s3a_is_refused_at_commit(
-    guarded: SparkSession, spark: SparkSession, s3_server: S3Server
-) -> None:
-    bucket = s3_server.new_bucket()
-    uri = f"s3a://{bucket}/t"
-    writer_v1_table(guarded, uri)
     unguarded_sql(spark, f"ALTER TABLE delta.`{uri}` ADD COLUMNS (tiny TINYINT)")  # Delta allows it
-    before = s3_server.bucket_digest(bucket)
+    before = where.digest()
     # No metadata change: only the commit check sees the INSERT, after its data file was written.
-    err = refusal(lambda: guarded.sql(f"INSERT INTO delta.`{uri}` (id, p, tiny) VALUES (1, 'a', 2)"))
+    err = refusal(lambda: guarded.sql(f"INSERT INTO delta.`{uri}` (id, p, tiny) VALUES (3, 'a', 2)"))
     # the column an unguarded ALTER added: a forbidden type, and a physical name that is not col-<id>
     assert {(v.rule, v.path, v.profile) for v in err.violations} == {
         ("IWC1-NO-BYTE-SHORT", "tiny", "writer-v1"),
         ("IWC1-PHYSICAL-NAME", "tiny", "writer-v1"),
     }
     # The refused commit's data file was deleted from the bucket: every object is as it was.
-    assert s3_server.bucket_digest(bucket) == before
+    assert where.digest() == before
+    assert guarded.read.format("delta").load(uri).count() == 2
 
 
+@pytest.mark.usefixtures("s3a")  # the session reaches the S3 server
 def test_append_to_a_plain_s3a_table_under_the_v3_session_profile_is_refused(
     guarded: SparkSession, spark: SparkSession, s3_server: S3Server
 ) -> None:
@@ -113,9 +103,9 @@ def test_append_to_a_plain_s3a_table_under_the_v3_session_profile_is_refused(
 
 @pytest.fixture
 def service_with_misleading_environment(guarded: SparkSession, tmp_path: Any) -> Any:
-    """The rule service restarted under a Python whose environment points AWS clients at a closed
-    port with a wrong key pair: what it reads from S3 it can only reach through the session's own
-    settings, which the driver hands over with the request."""
+    """The rule service restarted under a Python whose environment points AWS and Azure clients at a
+    closed port with a wrong key: what it reads from a store it can only reach through the session's
+    own settings, which the driver hands over with the request."""
     import os
     import socket
     import stat
@@ -129,6 +119,8 @@ def service_with_misleading_environment(guarded: SparkSession, tmp_path: Any) ->
         "#!/bin/sh\n"
         "export AWS_ACCESS_KEY_ID=wrong AWS_SECRET_ACCESS_KEY=wrong AWS_REGION=us-east-1\n"
         f"export AWS_ENDPOINT_URL=http://127.0.0.1:{closed} AWS_ENDPOINT_URL_S3=http://127.0.0.1:{closed}\n"
+        "export AZURE_STORAGE_CONNECTION_STRING='DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
+        f"AccountKey=d3Jvbmc=;BlobEndpoint=http://127.0.0.1:{closed}/devstoreaccount1;'\n"
         f'exec "{sys.executable}" "$@"\n'
     )
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
@@ -137,16 +129,19 @@ def service_with_misleading_environment(guarded: SparkSession, tmp_path: Any) ->
         yield guarded
 
 
-def test_a_profile_switch_on_s3a_that_the_files_do_not_meet_is_refused_with_the_rule(
-    service_with_misleading_environment: SparkSession, spark: SparkSession, s3_server: S3Server
+@OBJECT_STORES
+def test_a_profile_switch_that_the_files_do_not_meet_is_refused_with_the_rule(
+    service_with_misleading_environment: SparkSession, spark: SparkSession, store: Store
 ) -> None:
     session = service_with_misleading_environment
-    bucket = s3_server.new_bucket()
-    uri = f"s3a://{bucket}/t"
+    where = store("t")
+    uri = where.uri
     unguarded_sql(spark, f"CREATE TABLE delta.`{uri}` (id BIGINT, s STRING) USING delta")
     unguarded_sql(spark, f"INSERT INTO delta.`{uri}` VALUES (1, 'a'), (2, 'b')")
-    before = s3_server.bucket_digest(bucket)
-    # Metadata only: the rule service holds the two live files (no field ids) to v3 by reading them.
+    before = where.digest()
+    # Metadata only: the rule service holds the two live files (no field ids) to v3 by reading them,
+    # with the settings the driver hands over (s3a: endpoint and keys; abfs: fs.azure.abfs.endpoint
+    # and the account key), not with its own environment.
     err = refusal(
         lambda: session.sql(
             f"ALTER TABLE delta.`{uri}` SET TBLPROPERTIES ('delta.enableIcebergCompatV3'='true')"
@@ -155,9 +150,10 @@ def test_a_profile_switch_on_s3a_that_the_files_do_not_meet_is_refused_with_the_
     assert "ICV3-PARQUET-FIELD-IDS" in err.rules, err
     assert {v.profile for v in err.violations} == {"v3"}
     assert "icecompat upgrade" in str(err)
-    assert s3_server.bucket_digest(bucket) == before
+    assert where.digest() == before
 
 
+@pytest.mark.usefixtures("s3a")
 def test_a_profile_switch_on_s3a_that_the_files_meet_lands(
     service_with_misleading_environment: SparkSession, s3_server: S3Server
 ) -> None:
@@ -171,13 +167,14 @@ def test_a_profile_switch_on_s3a_that_the_files_meet_lands(
     keys = sorted(
         k for k in s3_server.bucket_digest(bucket) if k.startswith("t/_delta_log/0") and k.endswith(".json")
     )
-    configuration = next(a["metaData"] for a in log_actions(s3_server, bucket, keys[-1]) if "metaData" in a)[
-        "configuration"
-    ]
+    body = s3_server.client().get_object(Bucket=bucket, Key=keys[-1])["Body"].read().decode()
+    actions = [json.loads(line) for line in body.splitlines() if line.strip()]
+    configuration = next(a["metaData"] for a in actions if "metaData" in a)["configuration"]
     assert configuration["delta.enableIcebergWriterCompatV3"] == "true"
     assert session.read.format("delta").load(uri).count() == 2
 
 
+@pytest.mark.usefixtures("s3a")
 def test_a_guarded_insert_into_an_s3a_table_asking_for_iceberg_is_synced_with_the_session_settings(
     service_with_misleading_environment: SparkSession, s3_server: S3Server
 ) -> None:
