@@ -40,6 +40,8 @@ class Protocol:
         """Build from the ``protocol`` object; ValueError when its versions or features are not
         what the protocol says (integers; lists of feature names), so that a damaged log line is
         one error the reader can report, whatever shape the damage took."""
+        if not isinstance(obj, Mapping):
+            raise ValueError(f"protocol is not an object: {str(obj)[:80]}")
         return cls(
             min_reader_version=_version(obj, "minReaderVersion", 1),
             min_writer_version=_version(obj, "minWriterVersion", 2),
@@ -84,6 +86,37 @@ def _features(obj: Mapping[str, Any], key: str) -> frozenset[str] | None:
     return frozenset(value)
 
 
+def _object(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = obj.get(key) or {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"metaData {key} is not an object: {str(value)[:80]}")
+    return value
+
+
+def _text(obj: Mapping[str, Any], key: str, default: str) -> str:
+    value = obj.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise ValueError(f"metaData {key} {str(value)[:80]!r} is not a string")
+    return value
+
+
+def _optional_text(obj: Mapping[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"metaData {key} {str(value)[:80]!r} is not a string")
+    return value
+
+
+def _string_map(obj: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """A map of strings; a null value (delta-rs writes them in ``configuration``) is kept as None."""
+    value = _object(obj, key)
+    if not all(isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in value.items()):
+        raise ValueError(f"metaData {key} is not a map of strings: {str(value)[:80]}")
+    return dict(value)
+
+
 @dataclass(frozen=True)
 class Metadata:
     """A ``metaData`` action. ``schema`` is the parsed ``schemaString`` (Delta's struct JSON)."""
@@ -100,17 +133,29 @@ class Metadata:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> Metadata:
-        fmt = obj.get("format") or {}
+        """Build from the ``metaData`` object; ValueError naming the field when a field has another
+        JSON type than the protocol gives it (as :meth:`Protocol.from_json`), so a damaged log line is
+        reported as such rather than failing somewhere later as a programming error would."""
+        if not isinstance(obj, Mapping):
+            raise ValueError(f"metaData is not an object: {str(obj)[:80]}")
+        fmt = _object(obj, "format")
+        columns = obj.get("partitionColumns") or []
+        if not isinstance(columns, list | tuple) or not all(isinstance(c, str) for c in columns):
+            raise ValueError(f"metaData partitionColumns is not a list of names: {str(columns)[:80]}")
+        created = obj.get("createdTime")
+        if created is not None and (isinstance(created, bool) or not isinstance(created, int)):
+            raise ValueError(f"metaData createdTime {created!r} is not an integer")
         return cls(
+            # parsed on first use, where a schema of any wrong shape is a MalformedSchemaError
             schema_string=obj.get("schemaString", '{"type":"struct","fields":[]}'),
-            partition_columns=tuple(obj.get("partitionColumns") or ()),
-            configuration=MappingProxyType(dict(obj.get("configuration") or {})),
-            id=obj.get("id", ""),
-            name=obj.get("name"),
-            description=obj.get("description"),
-            format_provider=fmt.get("provider", "parquet"),
-            format_options=MappingProxyType(dict(fmt.get("options") or {})),
-            created_time=obj.get("createdTime"),
+            partition_columns=tuple(columns),
+            configuration=MappingProxyType(_string_map(obj, "configuration")),
+            id=_text(obj, "id", ""),
+            name=_optional_text(obj, "name"),
+            description=_optional_text(obj, "description"),
+            format_provider=_text(fmt, "provider", "parquet"),
+            format_options=MappingProxyType(_string_map(fmt, "options")),
+            created_time=created,
         )
 
     def to_json(self) -> dict[str, Any]:

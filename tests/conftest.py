@@ -59,8 +59,8 @@ class _UnitFirst:
 @pytest.hookimpl(tryfirst=True)  # the seed is set before hypothesis's plugin reads its option
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_UnitFirst(), "icecompat-unit-first")
-    seed = os.environ.get("ICECOMPAT_HYPOTHESIS_SEED")
-    if seed is not None and config.getoption("hypothesis_seed", None) is None:
+    seed = os.environ.get("ICECOMPAT_HYPOTHESIS_SEED", "0")  # fixed unless asked: a run replays
+    if config.getoption("hypothesis_seed", None) is None:
         # every hypothesis test draws from this seed; kept a string: the plugin skips a falsy 0
         config.option.hypothesis_seed = str(int(seed))
 
