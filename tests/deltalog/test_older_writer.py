@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from icecompat_writer.deltalog import read_snapshot
+from tests import support
 from tests.deltalog.foreign import delta_rows, pairs, upgrade_end_to_end
 from tests.iceberg.test_sync import catalogs  # noqa: F401  (the REST catalog server fixture)
 
@@ -85,3 +86,6 @@ def test_upgrade_end_to_end_or_refuse(
 
     refused = REFUSED.get((name, profile))
     upgrade_end_to_end(spark, older[0] / name, tmp_path / name, profile, refused, older_rows[name], rest)
+    if name == "older_compat_v2":  # writer-v1 builds on IcebergCompatV2; v3 and writer-v3 retire it
+        config = support.latest(tmp_path / name, "metaData")["configuration"]
+        assert config["delta.enableIcebergCompatV2"] == ("true" if profile == "writer-v1" else "false")
