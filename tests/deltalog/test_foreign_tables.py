@@ -6,9 +6,10 @@ V2 with sidecars and a JSON or Parquet top-level file), with in-commit timestamp
 compaction file built by hand (delta-spark 4.4 writes none); and delta-rs tables with its own log and
 checkpoint writer. For each: what the reader counts equals what delta-spark reports, the checker
 never calls a file stats-less, and upgrade -> check -> Iceberg metadata -> pyiceberg gives the rows
-delta-spark reads. Under the writer profiles every table is planned by a Spark-free dry run, every
-refusal is also run for real (the same rules, the table byte-identical), and a sample of the tables the
-profiles accept runs end to end. Every table is built once for the module.
+delta-spark reads. Every table runs under every profile (``v3``, ``writer-v1``, ``writer-v3``), one
+test per pair: a copy is upgraded, checked compliant and read back by delta-spark, pyiceberg, DuckDB and
+the REST catalog, or the dry run and the upgrade both refuse with the pair's rule ids and the table
+stays byte-identical. Every table is built once for the module.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pytest
 from icecompat_writer.checking.check import check_table
 from icecompat_writer.deltalog import FindingCode, read_snapshot
 from tests import support
-from tests.deltalog.foreign import WRITER_PROFILES, dry_run_or_refusal, upgrade_and_read
+from tests.deltalog.foreign import WRITER_PROFILES, delta_rows, pairs, upgrade_end_to_end
 from tests.iceberg.test_sync import catalogs  # noqa: F401  (the REST catalog server fixture)
 from tests.support import session_conf
 
@@ -206,6 +207,7 @@ class Tables:
         self.spark = spark
         self.base = base
         self.built: dict[str, Path] = {}
+        self.read: dict[str, list[dict[str, Any]]] = {}
 
     def __getitem__(self, name: str) -> Path:
         if name not in self.built:
@@ -219,6 +221,12 @@ class Tables:
                     sql(self.spark, statement.format(t=f"delta.`{root}`"))
             self.built[name] = root
         return self.built[name]
+
+    def rows(self, name: str) -> list[dict[str, Any]]:
+        """What delta-spark reads from the table, read once."""
+        if name not in self.read:
+            self.read[name] = delta_rows(self.spark, self[name])
+        return self.read[name]
 
 
 @pytest.fixture(scope="module")
@@ -281,31 +289,11 @@ REFUSED: dict[tuple[str, str], frozenset[str]] = {
     ("row_tracking", "writer-v1"): frozenset({"IWC1-NO-ROW-TRACKING"}),
     ("deletion_vectors", "writer-v1"): frozenset({"ICV2-NO-DELETION-VECTORS", "IWC1-FEATURE-ALLOWLIST"}),
 }
-# One table per writer is also read through DuckDB and the REST catalog.
-READ_EVERYWHERE = {("typed_partitions", "v3"), ("rs_partitioned", "v3")}
 ALL_TABLES = (*SPARK_TABLES, *RS_TABLES, *SQL_TABLES)
 
-# The (table, profile) pairs run end to end: every table under `v3`; under the writer profiles a
-# delta-rs table, a partitioned delta-spark 4.4 table and one with deletion vectors (the rest of the
-# writer-profile pairs are planned by test_writer_profiles_plan_or_refuse, the refusals committed).
-WRITER_CASES = [
-    ("rs_partitioned", "writer-v3"),
-    ("typed_partitions", "writer-v1"),
-    ("deletion_vectors", "writer-v3"),
-]
-CASES = [*((name, "v3") for name in ALL_TABLES), *WRITER_CASES]
 
-
-@pytest.mark.parametrize("profile", WRITER_PROFILES)
-@pytest.mark.parametrize("name", ALL_TABLES)
-def test_writer_profiles_plan_or_refuse(
-    spark: Any, tables: Tables, name: str, profile: str, tmp_path: Path
-) -> None:
-    dry_run_or_refusal(spark, tables[name], tmp_path / name, profile, REFUSED.get((name, profile)))
-
-
-@pytest.mark.parametrize(("name", "profile"), CASES)
-def test_upgrade_check_iceberg_read(
+@pytest.mark.parametrize(("name", "profile"), pairs(ALL_TABLES))
+def test_upgrade_end_to_end_or_refuse(
     spark: Any,
     tables: Tables,
     name: str,
@@ -313,10 +301,13 @@ def test_upgrade_check_iceberg_read(
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
-    rest = None
-    if (name, profile) in READ_EVERYWHERE:
-        rest = request.getfixturevalue("catalogs").rest
-    upgrade_and_read(spark, tables[name], tmp_path / name, profile, REFUSED.get((name, profile)), rest)
-    if name in SPARK_TABLES and SPARK_TABLES[name][3] == "none" and (name, profile) not in REFUSED:
+    refused = REFUSED.get((name, profile))
+    source, expected = tables[name], tables.rows(name)
+
+    def rest() -> Any:  # the REST catalog server starts only when a pair is read through it
+        return request.getfixturevalue("catalogs").rest()
+
+    upgrade_end_to_end(spark, source, tmp_path / name, profile, refused, expected, rest)
+    if SPARK_TABLES.get(name, ("", False, {}, ""))[3] == "none" and refused is None:
         config = support.latest(tmp_path / name, "metaData")["configuration"]
         assert config["delta.checkpoint.writeStatsAsJson"] == "true"

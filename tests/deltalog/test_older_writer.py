@@ -1,6 +1,7 @@
 """Tables an older Delta writer made (pyspark 3.5 with delta-spark 3.3, Scala 2.12): upgraded under
-every profile, checked, converted and read as Iceberg, or refused with rule ids and left untouched
-(the writer profiles: every table planned by a dry run, one upgraded end to end).
+every profile, one test per (table, profile) pair: a copy upgraded, checked compliant and read back by
+delta-spark, pyiceberg, DuckDB and the REST catalog, or refused with rule ids before any file is
+written and left byte-identical.
 
 The older writer runs in its own virtual environment and JVM (``older_delta/env.sh`` builds it once
 under .cache/older-delta; ``older_delta/write_tables.py`` writes the tables), never in this process.
@@ -16,7 +17,8 @@ from typing import Any
 import pytest
 
 from icecompat_writer.deltalog import read_snapshot
-from tests.deltalog.foreign import WRITER_PROFILES, dry_run_or_refusal, upgrade_and_read
+from tests import support
+from tests.deltalog.foreign import delta_rows, pairs, upgrade_end_to_end
 from tests.iceberg.test_sync import catalogs  # noqa: F401  (the REST catalog server fixture)
 
 pytestmark = pytest.mark.spark
@@ -29,7 +31,6 @@ TABLES = ("older_plain", "older_typed_partitions", "older_mapped_dv", "older_com
 REFUSED: dict[tuple[str, str], frozenset[str]] = {
     ("older_mapped_dv", "writer-v1"): frozenset({"ICV2-NO-DELETION-VECTORS", "IWC1-FEATURE-ALLOWLIST"}),
 }
-READ_EVERYWHERE = {("older_plain", "v3")}
 
 
 @pytest.fixture(scope="module")
@@ -64,26 +65,27 @@ def test_the_reader_sees_what_the_older_writer_wrote(
         assert sum(a.num_records or 0 for a in snap.add_files) == written[name]["rows"]
 
 
-@pytest.mark.parametrize("profile", WRITER_PROFILES)
-@pytest.mark.parametrize("name", TABLES)
-def test_writer_profiles_plan_or_refuse(
-    spark: Any, older: tuple[Path, dict[str, Any]], name: str, profile: str, tmp_path: Path
-) -> None:
-    dry_run_or_refusal(spark, older[0] / name, tmp_path / name, profile, REFUSED.get((name, profile)))
+@pytest.fixture(scope="module")
+def older_rows(spark: Any, older: tuple[Path, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """What delta-spark 4.4 reads from each table, read once for the module."""
+    return {name: delta_rows(spark, older[0] / name) for name in TABLES}
 
 
-# Every table under `v3`; under the writer profiles one table end to end (the rest are planned above).
-CASES = [*((name, "v3") for name in TABLES), ("older_plain", "writer-v1")]
-
-
-@pytest.mark.parametrize(("name", "profile"), CASES)
-def test_upgrade_check_iceberg_read(
+@pytest.mark.parametrize(("name", "profile"), pairs(TABLES))
+def test_upgrade_end_to_end_or_refuse(
     spark: Any,
     older: tuple[Path, dict[str, Any]],
+    older_rows: dict[str, list[dict[str, Any]]],
     name: str,
     profile: str,
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
-    rest = request.getfixturevalue("catalogs").rest if (name, profile) in READ_EVERYWHERE else None
-    upgrade_and_read(spark, older[0] / name, tmp_path / name, profile, REFUSED.get((name, profile)), rest)
+    def rest() -> Any:  # the REST catalog server starts only when a pair is read through it
+        return request.getfixturevalue("catalogs").rest()
+
+    refused = REFUSED.get((name, profile))
+    upgrade_end_to_end(spark, older[0] / name, tmp_path / name, profile, refused, older_rows[name], rest)
+    if name == "older_compat_v2":  # writer-v1 builds on IcebergCompatV2; v3 and writer-v3 retire it
+        config = support.latest(tmp_path / name, "metaData")["configuration"]
+        assert config["delta.enableIcebergCompatV2"] == ("true" if profile == "writer-v1" else "false")
