@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from icecompat_writer.cli.main import main as cli_main
 from icecompat_writer.sessions import spark_defaults
 
@@ -29,6 +31,7 @@ def test_cli_conf_prints_absolute_paths(tmp_path: Path) -> None:
     assert jars and all(Path(j).is_absolute() and Path(j).is_file() for j in jars)
 
 
+@pytest.mark.integration  # spark-submit in a child process
 def test_spark_submit_with_the_committed_conf(tmp_path: Path) -> None:
     """A real spark-submit from the project root: Delta and the shim load from the conf alone."""
     job = tmp_path / "job.py"

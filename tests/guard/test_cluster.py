@@ -19,6 +19,9 @@ import pytest
 from icecompat_writer.checking.check import check_table
 from tests.support import latest
 
+# a standalone cluster and spark-submit in child processes
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 SPARK_HOME = Path(pyspark.__file__).parent

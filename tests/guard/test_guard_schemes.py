@@ -33,6 +33,9 @@ import java.util.Iterator;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
 
+# each test starts its own Spark in a child process
+pytestmark = pytest.mark.integration
+
 /** Delta's S3 store that also notes every file it writes in $RECORDING_LOG (a user's own store). */
 public class RecordingS3LogStore extends S3SingleDriverLogStore {
   public RecordingS3LogStore(Configuration conf) {

@@ -9,7 +9,12 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from icecompat_writer.sessions import DELTA_EXTENSION, GUARD_EXTENSION
+
+# each test starts its own Spark in a child process
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 

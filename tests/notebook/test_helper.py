@@ -66,6 +66,7 @@ def test_the_refusal_says_why_and_what_to_do() -> None:
     assert "new Python process" in plain and "icecompat_writer.notebook.enable()" in plain
 
 
+@pytest.mark.integration  # Spark in a child process
 def test_enable_on_a_running_session_without_the_jars_explains_and_changes_nothing(tmp_path: Path) -> None:
     """In its own process: a plain pyspark session first, then enable()."""
     script = textwrap.dedent(

@@ -21,6 +21,9 @@ import pytest
 
 from tests import support
 
+# a Jupyter kernel that starts Spark
+pytestmark = pytest.mark.integration
+
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")

@@ -20,6 +20,7 @@ def test_doctor_names_a_missing_jar_folder(tmp_path: Path, monkeypatch: pytest.M
     assert "BAD  driver agent" in out
 
 
+@pytest.mark.integration  # Spark in a child process
 def test_doctor_in_a_real_session() -> None:
     """In its own process (it starts and stops a session): everything is found and loaded."""
     env = {k: v for k, v in os.environ.items() if k != "ICECOMPAT_JARS_DIR"}
