@@ -5,7 +5,9 @@ by a small launcher (jvm_shim/hive-metastore/src: Hive 3.1's own server binds ev
 embedded Derby database whose schema is created at start (DataNucleus ``autoCreateAll`` with schema
 verification off, and the lock tables by Hive's ``TxnDbUtil``). Hive 4 metastores no longer serve the
 ``get_table`` call pyiceberg 0.12's Hive catalog makes, so 3.1.3 is the newest line pyiceberg can use.
-bin/setup fetches it with Maven (jvm_shim/hive-metastore/pom.xml) into .cache/hive-metastore; one
+The metastore resolves a new table's location through its own Hadoop file systems, so its class path
+also holds hadoop-aws 3.1.0 (the Hadoop line of its jars; the Spark tests' hadoop-aws 3.5 does not mix
+with hadoop-common 3.1) and its configuration the S3 server's ``fs.s3a.*`` settings. bin/setup fetches it with Maven (jvm_shim/hive-metastore/pom.xml) into .cache/hive-metastore; one
 server serves the whole run, started by the first test that asks for it.
 
 REST: Apache Iceberg's own REST catalog test server (``RESTCatalogServer`` of iceberg-open-api, JDBC
@@ -84,9 +86,17 @@ def _site_xml(settings: dict[str, str]) -> str:
     return f"<?xml version=\"1.0\"?>\n<configuration>\n{rows}</configuration>\n"
 
 
-def start_hive_metastore(work_dir: Path, *, timeout: float = 180.0) -> HiveMetastore:
+def start_hive_metastore(
+    work_dir: Path, *, hadoop: dict[str, str] | None = None, timeout: float = 180.0
+) -> HiveMetastore:
     """Start the metastore on a free loopback port with a fresh Derby database and wait until its Thrift
-    port accepts connections (the schema is created before the socket is opened)."""
+    port accepts connections (the schema is created before the socket is opened).
+
+    ``hadoop`` holds Hadoop settings for the metastore's own file systems, e.g. the ``fs.s3a.*`` keys of
+    an S3 server: the metastore resolves (and lists) a new table's location itself, so a table whose
+    location is on S3 registers only if the metastore reaches the bucket. ``s3://`` locations (the
+    scheme Iceberg metadata is registered with) go to the same S3A connector as ``s3a://`` ones.
+    """
     if not (HIVE_METASTORE_JARS / ".stamp").exists():
         raise RuntimeError(f"{HIVE_METASTORE_JARS} is missing: run bin/setup")
     port = _free_port()
@@ -104,6 +114,10 @@ def start_hive_metastore(work_dir: Path, *, timeout: float = 180.0) -> HiveMetas
         # the handler's always-on tasks without the replication dump cleaner (it lives in Hive's query
         # engine, not in the standalone metastore)
         "metastore.task.threads.always": "org.apache.hadoop.hive.metastore.events.EventCleanerTask",
+        # hadoop-aws 3.1.0 (the Hadoop line of the metastore's jars) serves both schemes
+        "fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        **(hadoop or {}),
     }
     (conf_dir / "metastore-site.xml").write_text(_site_xml(settings))
     log_path = work_dir / "metastore.log"

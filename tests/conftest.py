@@ -251,12 +251,14 @@ def table_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def hive_metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def hive_metastore(s3_server: S3Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """Apache Hive's standalone metastore (Thrift, embedded Derby) on 127.0.0.1 for the run, started by
-    the first test that uses it; see tests/catalogservers.py."""
+    the first test that uses it, its S3A connector pointed at the run's S3 server (it checks a new
+    table's location itself); see tests/catalogservers.py."""
     from tests.catalogservers import start_hive_metastore
 
-    server = start_hive_metastore(tmp_path_factory.mktemp("hive-metastore"))
+    hadoop = {k.removeprefix("spark.hadoop."): v for k, v in s3_server.spark_conf().items()}
+    server = start_hive_metastore(tmp_path_factory.mktemp("hive-metastore"), hadoop=hadoop)
     yield server
     server.stop()
 
