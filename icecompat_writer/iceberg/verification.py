@@ -51,7 +51,7 @@ from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 from . import _delta
 from .checks import rule_set_for, table_violations
 from .locations import data_path_outside, outside_violation
-from .metadata import PROP_DELTA_VERSION, TableMetadata
+from .metadata import PROP_DELTA_VERSION, SetProperties, TableMetadata
 from .table import refusal_context, refuse
 
 __all__ = [
@@ -60,10 +60,10 @@ __all__ = [
     "PROP_VERIFIED_VERSION",
     "Verified",
     "record_problem",
+    "record_update",
     "rules_key",
     "verify_full",
     "verify_since",
-    "write_record",
 ]
 
 PROP_VERIFIED_VERSION = "icecompat.verified-version"
@@ -101,11 +101,16 @@ def rules_key(metadata: Metadata, format_version: int) -> str:
     return f"{rule_set_for(metadata).profile.name}/v{format_version}"
 
 
-def write_record(meta: TableMetadata, verified: Verified) -> None:
-    """Record in the table properties what was verified (written with the metadata it describes)."""
-    meta.properties[PROP_VERIFIED_VERSION] = str(verified.version)
-    meta.properties[PROP_VERIFIED_RULES] = verified.rules
-    meta.properties[PROP_VERIFIED_FILES] = str(verified.files)
+def record_update(verified: Verified) -> SetProperties:
+    """The table properties that record what was verified, applied through the run's transaction so
+    the record is written with the metadata it describes."""
+    return SetProperties(
+        (
+            (PROP_VERIFIED_VERSION, str(verified.version)),
+            (PROP_VERIFIED_RULES, verified.rules),
+            (PROP_VERIFIED_FILES, str(verified.files)),
+        )
+    )
 
 
 def record_problem(meta: TableMetadata) -> str | None:
