@@ -17,7 +17,6 @@ import os
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -27,7 +26,7 @@ from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.files import DeletionVectorDescriptor
 from icecompat_writer.deltalog.paths import resolve_data_path
 from icecompat_writer.errors import CompatViolation, TableReadError, Violation
-from icecompat_writer.storage import FileIO, Location, ObjectPath
+from icecompat_writer.storage import FileIO, Location
 
 from .avro import DataFileRecord, PartitionField, avro_name, data_file_record
 from .checks import rule_set_for, table_violations
@@ -111,7 +110,7 @@ class IcebergTable:
     ) -> None:
         self.root = root
         self.io = io or storage.DEFAULT_IO
-        self.real_root = os.path.realpath(root) if isinstance(root, Path) else root.uri
+        self.real_root = self.io.resolved(root)  # links resolved once (data_path_outside)
         self.root_uri = uri(root)
         self.real_dirs: dict[str, str] = {}  # directories resolved once per run (data_path_outside)
         self.checked_inside: frozenset[str] = frozenset()  # Delta paths this run's gate found inside
@@ -261,11 +260,12 @@ class IcebergTable:
 
     def file_uri(self, delta_path: str) -> str:
         """Iceberg's fully qualified location for a Delta path (relative paths are URI-encoded in the log)."""
-        if isinstance(self.root, ObjectPath):
+        if self.io.is_remote(self.root):
             target = resolve_data_path(self.root, delta_path)  # inside the root: checked before
             if target is None:
                 raise TableReadError(f"data file {delta_path} resolves outside the table root")
             return storage.iceberg_uri(target)
+        # A local log path keeps its own spelling, and one outside the root (a remove) still names a URI.
         parts = urlsplit(delta_path)
         if parts.scheme and len(parts.scheme) > 1:
             if parts.scheme == "file":
@@ -282,18 +282,12 @@ class IcebergTable:
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value
         local_path = resolve_data_path(self.root, str(add["path"]))
-        if local_path is None or data_path_outside(self.root, self.real_root, str(add["path"])) is not None:
+        outside = data_path_outside(self.root, self.real_root, str(add["path"]), io=self.io)
+        if local_path is None or outside is not None:
             return None
-        if isinstance(local_path, ObjectPath):
-            try:
-                return read_object_footer(local_path, io=self.io)[0].num_rows
-            except TableReadError:
-                return None
         try:
-            import pyarrow.parquet as pq
-
-            return int(pq.read_metadata(self.io.new_input(local_path).parquet_source()).num_rows)
-        except (OSError, ValueError):
+            return read_object_footer(local_path, io=self.io)[0].num_rows
+        except (TableReadError, OSError, ValueError):
             return None
 
     def new_files(self, adds: Sequence[Mapping[str, Any]], version: int) -> list[NewFile]:
@@ -352,7 +346,7 @@ class IcebergTable:
         outside = (
             None
             if path in self.checked_inside
-            else data_path_outside(self.root, self.real_root, path, self.real_dirs)
+            else data_path_outside(self.root, self.real_root, path, self.real_dirs, io=self.io)
         )
         if outside is not None:
             return outside_violation(path, outside)

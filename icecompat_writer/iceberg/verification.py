@@ -151,11 +151,11 @@ def _check(
     rules; refuses with every problem. Paths found inside the root go into ``inside``. A file in
     ``lost`` (``Snapshot.stats_lost``) takes its row count from its footer, as the checker does.
     Returns the number of footers read."""
-    real_root = "" if io.is_remote(root) else os.path.realpath(str(root))
+    real_root = io.resolved(root)
     outside: list[Violation] = []
     read = 0
     real_dirs: dict[str, str] = {}
-    reasons = [data_path_outside(root, real_root, add.path, real_dirs) for add in adds]
+    reasons = [data_path_outside(root, real_root, add.path, real_dirs, io=io) for add in adds]
     for add, reason in zip(adds, reasons, strict=True):
         if reason is not None:
             outside.append(outside_violation(add.path, reason))
@@ -199,11 +199,11 @@ def verify_full(
         # one listing of the table, then one ranged read per footer in a bounded pool (the checker's path)
         facts = list(snapshot_facts(snap, files="all", every_file=True, footer_counts=True).facts)
         read = len(facts)
-        real_root = ""
+        real_root = io.resolved(snap.table_root)
         outside = [
             outside_violation(a.path, r)
             for a in snap.add_files
-            if (r := data_path_outside(snap.table_root, real_root, a.path)) is not None
+            if (r := data_path_outside(snap.table_root, real_root, a.path, io=io)) is not None
         ]
         _, problems = table_violations(snap.protocol, snap.metadata, format_version, facts)
         refuse([*outside, *problems], refusal_context(version, snap.metadata))
