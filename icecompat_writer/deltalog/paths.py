@@ -290,11 +290,10 @@ def _remote_absolute(root_text: str, add_path: str) -> str | None:
         root = storage.parse_location(storage.escape_decoded(root_text))
     except TableReadError:
         return None
-    if not isinstance(target, ObjectPath) or not isinstance(root, ObjectPath):
+    relative = storage.relative_text(target, root)  # None: another store, bucket or account
+    if relative is None or relative == "." or "\x00" in relative or "\\" in relative:
         return None
-    if not target.is_under(root) or "\x00" in target.key or "\\" in target.key:
-        return None
-    return ObjectPath(root.scheme, root.authority, target.key).uri
+    return str(root / relative)
 
 
 def _inside_remote(root_text: str, candidate: str) -> str | None:

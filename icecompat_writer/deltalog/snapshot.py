@@ -13,7 +13,6 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -167,7 +166,7 @@ def read_commit(table_root: str | Location, version: int, *, io: FileIO = DEFAUL
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
         raise TableReadError(f"invalid table version {version!r}")
     log_dir = root / DELTA_LOG_DIR
-    if isinstance(log_dir, Path) and not log_dir.is_dir():
+    if not io.is_remote(log_dir) and not io.is_directory(log_dir):  # asked only where asking is free
         raise TableReadError(f"not a Delta table: {log_dir} does not exist")
     path = log_dir / commit_file_name(version)
     out: list[dict[str, Any]] = []

@@ -36,8 +36,6 @@ from typing import Any
 
 from icecompat_writer import storage
 from icecompat_writer.errors import IcecompatError
-from icecompat_writer.storage import ObjectPath
-from icecompat_writer.storage.config import endpoint_parts
 
 from .emitter import PROP_DELTA_TABLE_ID, PROP_DELTA_VERSION
 
@@ -104,43 +102,7 @@ def fileio_properties(metadata_location: str, io: storage.FileIO = storage.DEFAU
     the session's own connectors use, so the user does not write them a second time as ``s3.*``
     catalog properties. Empty for a local location.
     """
-    location = storage.parse_location(metadata_location)
-    if not isinstance(location, ObjectPath):
-        return {}
-    options = io.options(location).as_dict()
-    out: dict[str, str] = {}
-    if location.family == "s3":
-        names = {
-            "access_key": "s3.access-key-id",
-            "secret_key": "s3.secret-access-key",
-            "session_token": "s3.session-token",
-            "region": "s3.region",
-        }
-        out.update({names[k]: v for k, v in options.items() if k in names})
-        if options.get("endpoint"):
-            ssl = str(options.get("ssl", "true")).strip().lower() not in {"false", "0", "no"}
-            scheme, host = endpoint_parts(options["endpoint"], ssl_default=ssl)
-            out["s3.endpoint"] = f"{scheme}://{host}"
-            path_style = str(options.get("path_style", "")).strip().lower() in {"true", "1", "yes"}
-            out["s3.force-virtual-addressing"] = "false" if path_style else "true"
-    elif location.family == "azure":
-        names = {
-            "account_key": "adls.account-key",
-            "sas_token": "adls.sas-token",
-            "connection_string": "adls.connection-string",
-            "client_id": "adls.client-id",
-            "client_secret": "adls.client-secret",
-            "tenant_id": "adls.tenant-id",
-        }
-        out.update({names[k]: v for k, v in options.items() if k in names})
-        if location.account:
-            out["adls.account-name"] = location.account
-    elif location.family == "gcs":
-        if options.get("project_id"):
-            out["gcs.project-id"] = options["project_id"]
-        if options.get("endpoint"):
-            out["gcs.service.host"] = options["endpoint"]
-    return out
+    return io.iceberg_properties(storage.parse_location(metadata_location))
 
 
 def load_catalog_for(

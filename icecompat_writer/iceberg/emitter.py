@@ -59,7 +59,7 @@ from .producers import SnapshotChanges, producer_for
 from .schema import violation
 from .table import IcebergTable, SnapshotInfo, refusal_context, refuse
 from .transaction import Transaction
-from .verification import Verified, verify_full, verify_since, write_record
+from .verification import Verified, record_update, verify_full, verify_since
 
 __all__ = [
     "METADATA_DIR",
@@ -224,7 +224,7 @@ def _first_conversion(root: Location, latest: int, format_version: int | None, i
         tx.apply(_produce(table, first_commit, (), list(state.adds.values()), True, new_paths=True))
         commits = _delta.iter_commits(root, start + 1, latest, io=io)
         _convert_commits(tx, commits, state.protocol, state.metadata)
-        write_record(table.metadata, verified)
+        tx.update(record_update(verified))
         number, path = tx.commit()
     return _result(root, table, number, path, latest, verified)
 
@@ -256,7 +256,7 @@ def _incremental_conversion(
         tx.set_delta_state(base_protocol, base_metadata, last)
         table.resume()
         _convert_commits(tx, commits, base_protocol, base_metadata, new_paths=verified.new_paths)
-        write_record(table.metadata, verified)
+        tx.update(record_update(verified))
         number, path = tx.commit()
     return _result(root, table, number, path, latest, verified)
 

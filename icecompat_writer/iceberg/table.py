@@ -17,7 +17,6 @@ import os
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -27,7 +26,7 @@ from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.files import DeletionVectorDescriptor
 from icecompat_writer.deltalog.paths import resolve_data_path
 from icecompat_writer.errors import CompatViolation, TableReadError, Violation
-from icecompat_writer.storage import FileIO, Location, ObjectPath
+from icecompat_writer.storage import FileIO, Location
 
 from .avro import DataFileRecord, PartitionField, avro_name, data_file_record
 from .checks import rule_set_for, table_violations
@@ -48,7 +47,7 @@ from .metadata import (
     SpecField,
     TableMetadata,
 )
-from .schema import ConvertedSchema, violation
+from .schema import ConvertedSchema, TopColumn, violation
 from .values import (
     DEFAULT_STRING_PREFIX_LENGTH,
     PartitionValueError,
@@ -60,6 +59,9 @@ from .values import (
 __all__ = ["IcebergTable", "NewFile", "SnapshotInfo", "refusal_context", "refuse"]
 
 _MASK63 = (1 << 63) - 1
+
+_PartitionSource = tuple[PartitionField, TopColumn]
+"""A partition field of the current spec and the top-level column it reads."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,7 @@ class IcebergTable:
     ) -> None:
         self.root = root
         self.io = io or storage.DEFAULT_IO
-        self.real_root = os.path.realpath(root) if isinstance(root, Path) else root.uri
+        self.real_root = self.io.resolved(root)  # links resolved once (data_path_outside)
         self.root_uri = uri(root)
         self.real_dirs: dict[str, str] = {}  # directories resolved once per run (data_path_outside)
         self.checked_inside: frozenset[str] = frozenset()  # Delta paths this run's gate found inside
@@ -258,11 +260,12 @@ class IcebergTable:
 
     def file_uri(self, delta_path: str) -> str:
         """Iceberg's fully qualified location for a Delta path (relative paths are URI-encoded in the log)."""
-        if isinstance(self.root, ObjectPath):
+        if self.io.is_remote(self.root):
             target = resolve_data_path(self.root, delta_path)  # inside the root: checked before
             if target is None:
                 raise TableReadError(f"data file {delta_path} resolves outside the table root")
             return storage.iceberg_uri(target)
+        # A local log path keeps its own spelling, and one outside the root (a remove) still names a URI.
         parts = urlsplit(delta_path)
         if parts.scheme and len(parts.scheme) > 1:
             if parts.scheme == "file":
@@ -279,116 +282,124 @@ class IcebergTable:
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value
         local_path = resolve_data_path(self.root, str(add["path"]))
-        if local_path is None or data_path_outside(self.root, self.real_root, str(add["path"])) is not None:
+        outside = data_path_outside(self.root, self.real_root, str(add["path"]), io=self.io)
+        if local_path is None or outside is not None:
             return None
-        if isinstance(local_path, ObjectPath):
-            try:
-                return read_object_footer(local_path, io=self.io)[0].num_rows
-            except TableReadError:
-                return None
         try:
-            import pyarrow.parquet as pq
-
-            return int(pq.read_metadata(self.io.new_input(local_path).parquet_source()).num_rows)
-        except (OSError, ValueError):
+            return read_object_footer(local_path, io=self.io)[0].num_rows
+        except (TableReadError, OSError, ValueError):
             return None
 
     def new_files(self, adds: Sequence[Mapping[str, Any]], version: int) -> list[NewFile]:
         """``data_file`` records for one commit's adds; every problem of the commit is refused together."""
         assert self.schema is not None
+        sources = self._partition_sources()
         problems: list[Violation] = []
-        fields = self.partition_fields(self.spec_id)
-        spec_fields = self.metadata.spec(self.spec_id).fields
-        columns = {c.field_id: c for c in self.schema.top.values()}
-        out: list[NewFile] = []
-        for add in adds:
-            path = str(add["path"])
-            outside = (
-                None
-                if path in self.checked_inside
-                else data_path_outside(self.root, self.real_root, path, self.real_dirs)
-            )
-            if outside is not None:
-                problems.append(outside_violation(path, outside))
-                continue
-            dv_json = add.get("deletionVector")
-            if dv_json and self.fv < 3:
-                problems.append(
-                    violation(
-                        "ICEBERG-EMIT-DELETION-VECTORS",
-                        "",
-                        variant="file",
-                        file=path,
-                        observed="deletionVector present",
-                        expected="none",
-                    )
-                )
-                continue
-            stats = parse_stats(add.get("stats"))
-            records = self._record_count(add, stats)
-            if records is None:
-                problems.append(
-                    violation(
-                        "ICEBERG-EMIT-NUM-RECORDS",
-                        "",
-                        file=path,
-                    )
-                )
-                continue
-            pv = add.get("partitionValues") or {}
-            partition: dict[str, Any] = {}
-            by_source: dict[int, Any] = {}
-            for pf, sf in zip(fields, spec_fields, strict=True):
-                col = columns[sf.source_id]
-                text = pv.get(col.physical_name, pv.get(col.name))
-                try:
-                    raw = parse_partition_value(text, pf.result_type)
-                except PartitionValueError as err:
-                    problems.append(
-                        violation(
-                            "ICEBERG-EMIT-PARTITION-VALUE",
-                            col.name,
-                            observed=text,
-                            file=path,
-                            problem=err,
-                        )
-                    )
-                    raw = None
-                partition[avro_name(pf.name)] = raw
-                by_source[col.field_id] = raw
-            base = add.get("baseRowId")
-            if self.fv >= 3 and base is None:
-                problems.append(
-                    violation(
-                        "ICEBERG-EMIT-ROW-LINEAGE",
-                        "",
-                        observed="baseRowId absent",
-                        file=path,
-                    )
-                )
-            metrics = file_metrics(stats, self.schema, records, by_source, self.string_prefix)
-            df = data_file_record(
-                file_path=self.file_uri(path),
-                partition=partition,
-                record_count=records,
-                file_size=int(add.get("size") or 0),
-                value_counts=metrics.value_counts,
-                null_value_counts=metrics.null_value_counts,
-                lower_bounds=metrics.lower_bounds,
-                upper_bounds=metrics.upper_bounds,
-            )
-            drcv = add.get("defaultRowCommitVersion")
-            out.append(
-                NewFile(
-                    df,
-                    None if base is None else int(base),
-                    None if drcv is None else int(drcv),
-                    path,
-                    DeletionVectorDescriptor.from_json(dv_json) if dv_json else None,
-                )
-            )
+        out = [f for add in adds if (f := self._new_file(add, sources, problems)) is not None]
         refuse(problems, f"at Delta version {version}")
         return out
+
+    def _new_file(
+        self, add: Mapping[str, Any], sources: Sequence[_PartitionSource], problems: list[Violation]
+    ) -> NewFile | None:
+        """One add as a :class:`NewFile`, its problems appended to ``problems``; None when the file
+        cannot be described at all (outside the root, a deletion vector in v2, no record count)."""
+        assert self.schema is not None
+        path = str(add["path"])
+        refusal = self._placement_problem(add, path)
+        if refusal is not None:
+            problems.append(refusal)
+            return None
+        stats = parse_stats(add.get("stats"))
+        records = self._record_count(add, stats)
+        if records is None:
+            problems.append(violation("ICEBERG-EMIT-NUM-RECORDS", "", file=path))
+            return None
+        partition, by_source = self._partition_values(add, path, sources, problems)
+        lineage = self._row_lineage_problem(add, path)
+        if lineage is not None:
+            problems.append(lineage)
+        metrics = file_metrics(stats, self.schema, records, by_source, self.string_prefix)
+        df = data_file_record(
+            file_path=self.file_uri(path),
+            partition=partition,
+            record_count=records,
+            file_size=int(add.get("size") or 0),
+            value_counts=metrics.value_counts,
+            null_value_counts=metrics.null_value_counts,
+            lower_bounds=metrics.lower_bounds,
+            upper_bounds=metrics.upper_bounds,
+        )
+        base, drcv = add.get("baseRowId"), add.get("defaultRowCommitVersion")
+        dv_json = add.get("deletionVector")
+        return NewFile(
+            df,
+            None if base is None else int(base),
+            None if drcv is None else int(drcv),
+            path,
+            DeletionVectorDescriptor.from_json(dv_json) if dv_json else None,
+        )
+
+    def _placement_problem(self, add: Mapping[str, Any], path: str) -> Violation | None:
+        """Why the file of ``add`` cannot enter this table at all: it lies outside the root, or it
+        carries a deletion vector a v2 table cannot express. None: it can."""
+        outside = (
+            None
+            if path in self.checked_inside
+            else data_path_outside(self.root, self.real_root, path, self.real_dirs, io=self.io)
+        )
+        if outside is not None:
+            return outside_violation(path, outside)
+        if add.get("deletionVector") and self.fv < 3:
+            return violation(
+                "ICEBERG-EMIT-DELETION-VECTORS",
+                "",
+                variant="file",
+                file=path,
+                observed="deletionVector present",
+                expected="none",
+            )
+        return None
+
+    def _partition_sources(self) -> list[_PartitionSource]:
+        """The current spec's fields, each with the column it reads (read once per commit)."""
+        assert self.schema is not None
+        columns = {c.field_id: c for c in self.schema.top.values()}
+        fields = self.partition_fields(self.spec_id)
+        spec_fields = self.metadata.spec(self.spec_id).fields
+        return [(pf, columns[sf.source_id]) for pf, sf in zip(fields, spec_fields, strict=True)]
+
+    def _partition_values(
+        self,
+        add: Mapping[str, Any],
+        path: str,
+        sources: Sequence[_PartitionSource],
+        problems: list[Violation],
+    ) -> tuple[dict[str, Any], dict[int, Any]]:
+        """The Iceberg partition tuple of ``add`` (by Avro field name) and the same values by source
+        field id (the statistics take them as bounds); a value that does not parse is a problem and
+        left null."""
+        pv = add.get("partitionValues") or {}
+        partition: dict[str, Any] = {}
+        by_source: dict[int, Any] = {}
+        for pf, col in sources:
+            text = pv.get(col.physical_name, pv.get(col.name))
+            try:
+                raw = parse_partition_value(text, pf.result_type)
+            except PartitionValueError as err:
+                problems.append(
+                    violation("ICEBERG-EMIT-PARTITION-VALUE", col.name, observed=text, file=path, problem=err)
+                )
+                raw = None
+            partition[avro_name(pf.name)] = raw
+            by_source[col.field_id] = raw
+        return partition, by_source
+
+    def _row_lineage_problem(self, add: Mapping[str, Any], path: str) -> Violation | None:
+        """A v3 table needs each file's first row id (Delta's ``baseRowId``) for row lineage."""
+        if self.fv >= 3 and add.get("baseRowId") is None:
+            return violation("ICEBERG-EMIT-ROW-LINEAGE", "", observed="baseRowId absent", file=path)
+        return None
 
     # -- snapshots -------------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from icecompat_writer.errors import ConcurrentWriteError
 from icecompat_writer.storage import Location
 
 from .locations import uri
-from .metadata import VERSION_HINT, MetadataLogEntry
+from .metadata import VERSION_HINT, MetadataLogEntry, MetadataUpdate
 from .producers import SnapshotChanges
 from .table import IcebergTable
 
@@ -68,6 +68,11 @@ class Transaction:
         partition spec and name mapping recorded in the table metadata."""
         self._check_open()
         self.table.metadata.apply(self.table.delta_state_updates(protocol, metadata, version))
+
+    def update(self, *updates: MetadataUpdate) -> None:
+        """Apply metadata updates that come with no snapshot (a record of what the run verified)."""
+        self._check_open()
+        self.table.metadata.apply(updates)
 
     def apply(self, changes: SnapshotChanges) -> None:
         """Make one producer's snapshot current in the table held in memory."""

@@ -51,7 +51,7 @@ from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 from . import _delta
 from .checks import rule_set_for, table_violations
 from .locations import data_path_outside, outside_violation
-from .metadata import PROP_DELTA_VERSION, TableMetadata
+from .metadata import PROP_DELTA_VERSION, SetProperties, TableMetadata
 from .table import refusal_context, refuse
 
 __all__ = [
@@ -60,10 +60,10 @@ __all__ = [
     "PROP_VERIFIED_VERSION",
     "Verified",
     "record_problem",
+    "record_update",
     "rules_key",
     "verify_full",
     "verify_since",
-    "write_record",
 ]
 
 PROP_VERIFIED_VERSION = "icecompat.verified-version"
@@ -101,11 +101,16 @@ def rules_key(metadata: Metadata, format_version: int) -> str:
     return f"{rule_set_for(metadata).profile.name}/v{format_version}"
 
 
-def write_record(meta: TableMetadata, verified: Verified) -> None:
-    """Record in the table properties what was verified (written with the metadata it describes)."""
-    meta.properties[PROP_VERIFIED_VERSION] = str(verified.version)
-    meta.properties[PROP_VERIFIED_RULES] = verified.rules
-    meta.properties[PROP_VERIFIED_FILES] = str(verified.files)
+def record_update(verified: Verified) -> SetProperties:
+    """The table properties that record what was verified, applied through the run's transaction so
+    the record is written with the metadata it describes."""
+    return SetProperties(
+        (
+            (PROP_VERIFIED_VERSION, str(verified.version)),
+            (PROP_VERIFIED_RULES, verified.rules),
+            (PROP_VERIFIED_FILES, str(verified.files)),
+        )
+    )
 
 
 def record_problem(meta: TableMetadata) -> str | None:
@@ -146,11 +151,11 @@ def _check(
     rules; refuses with every problem. Paths found inside the root go into ``inside``. A file in
     ``lost`` (``Snapshot.stats_lost``) takes its row count from its footer, as the checker does.
     Returns the number of footers read."""
-    real_root = "" if io.is_remote(root) else os.path.realpath(str(root))
+    real_root = io.resolved(root)
     outside: list[Violation] = []
     read = 0
     real_dirs: dict[str, str] = {}
-    reasons = [data_path_outside(root, real_root, add.path, real_dirs) for add in adds]
+    reasons = [data_path_outside(root, real_root, add.path, real_dirs, io=io) for add in adds]
     for add, reason in zip(adds, reasons, strict=True):
         if reason is not None:
             outside.append(outside_violation(add.path, reason))
@@ -194,11 +199,11 @@ def verify_full(
         # one listing of the table, then one ranged read per footer in a bounded pool (the checker's path)
         facts = list(snapshot_facts(snap, files="all", every_file=True, footer_counts=True).facts)
         read = len(facts)
-        real_root = ""
+        real_root = io.resolved(snap.table_root)
         outside = [
             outside_violation(a.path, r)
             for a in snap.add_files
-            if (r := data_path_outside(snap.table_root, real_root, a.path)) is not None
+            if (r := data_path_outside(snap.table_root, real_root, a.path, io=io)) is not None
         ]
         _, problems = table_violations(snap.protocol, snap.metadata, format_version, facts)
         refuse([*outside, *problems], refusal_context(version, snap.metadata))

@@ -27,11 +27,30 @@ import pyarrow.parquet as pq
 
 from . import local
 from .conditional import create_object_if_absent, delete_objects, get_object
-from .config import StoreOptions, resolve_options
+from .config import StoreOptions, endpoint_parts, resolve_options
 from .filesystems import filesystem, options_for
 from .uri import Location, ObjectPath, parse_location
 
 __all__ = ["FileEntry", "FileIO", "InputFile", "OutputFile", "missing"]
+
+# store option -> the pyiceberg FileIO property that carries it, per store family
+_PYICEBERG_NAMES: dict[str, dict[str, str]] = {
+    "s3": {
+        "access_key": "s3.access-key-id",
+        "secret_key": "s3.secret-access-key",
+        "session_token": "s3.session-token",
+        "region": "s3.region",
+    },
+    "azure": {
+        "account_key": "adls.account-key",
+        "sas_token": "adls.sas-token",
+        "connection_string": "adls.connection-string",
+        "client_id": "adls.client-id",
+        "client_secret": "adls.client-secret",
+        "tenant_id": "adls.tenant-id",
+    },
+    "gcs": {"project_id": "gcs.project-id", "endpoint": "gcs.service.host"},
+}
 
 
 def missing(path: ObjectPath, kind: str = "does not exist") -> FileNotFoundError:
@@ -142,11 +161,114 @@ class FileIO:
         real_root = os.path.realpath(root).rstrip("/") + "/"
         return not os.path.realpath(location).startswith(real_root)
 
+    def resolved(self, location: Location, dirs: dict[str, str] | None = None) -> str:
+        """Where ``location`` really is, as text: a local path with its symbolic links resolved, an
+        object's URI as it is (an object store has no links).
+
+        ``dirs`` (directory -> its resolved path) lets a caller resolving many files resolve each
+        directory once; the file itself is still checked for being a link.
+        """
+        if not isinstance(location, Path):
+            return location.uri
+        if dirs is None:
+            return os.path.realpath(location)
+        parent = str(location.parent)
+        real_dir = dirs.get(parent)
+        if real_dir is None:
+            real_dir = dirs[parent] = os.path.realpath(parent)
+        real = os.path.join(real_dir, location.name)
+        return os.path.realpath(real) if os.path.islink(real) else real
+
+    def is_directory(self, location: Location) -> bool:
+        """Whether ``location`` is a directory (on an object store: a prefix with objects under it,
+        which costs a request)."""
+        if isinstance(location, Path):
+            return location.is_dir()
+        info = self.filesystem(location).get_file_info(location.fs_path)
+        return bool(info.type == pafs.FileType.Directory)
+
+    def missing_ancestor(self, location: Location) -> Location | None:
+        """The outermost directory on the way to ``location`` (itself included) that does not exist
+        yet: what a writer creating ``location`` makes, and may remove again. None when it exists,
+        and on an object store (it has no directories to make or remove)."""
+        if not isinstance(location, Path) or location.exists():
+            return None
+        missing = location
+        while not missing.parent.exists() and missing.parent != missing:
+            missing = missing.parent
+        return missing
+
+    def prune_empty_directories(
+        self,
+        root: Location,
+        files: Iterable[Location],
+        *,
+        whole_tree: bool = False,
+        up_to: Location | None = None,
+    ) -> int:
+        """Remove the directories between each of ``files`` (deleted before) and ``root`` that are
+        empty, deepest first; how many were removed. Only empty ones go (``rmdir`` refuses any other).
+
+        ``whole_tree``: every empty directory under ``root`` as well. ``up_to``: ``root`` and its
+        parents up to ``up_to`` (one of them) too, while they are empty. An object store has no
+        directories (a prefix goes with its last object): nothing to do, 0.
+        """
+        if not isinstance(root, Path):
+            return 0
+        dirs: set[Path] = set()
+        for f in files:
+            if not isinstance(f, Path):
+                continue
+            d = f.parent
+            while d != root and root in d.parents:
+                dirs.add(d)
+                d = d.parent
+        if whole_tree:
+            for current, subdirs, _files in os.walk(root):
+                dirs.update(Path(current) / s for s in subdirs)
+        removed = 0
+        for d in sorted(dirs, key=lambda d: len(d.parts), reverse=True):
+            try:
+                d.rmdir()
+                removed += 1
+            except OSError:
+                pass  # not empty (another write's files), or already gone
+        if up_to is not None:
+            d = root
+            while True:
+                try:
+                    d.rmdir()
+                    removed += 1
+                except OSError:
+                    break
+                if d == up_to:
+                    break
+                d = d.parent
+        return removed
+
     def options(self, path: ObjectPath) -> StoreOptions:
         """The resolved store options of ``path``'s bucket (container)."""
         if self._hadoop is not None:
             return resolve_options(path, self._hadoop)
         return options_for(path)
+
+    def iceberg_properties(self, location: Location) -> dict[str, str]:
+        """pyiceberg FileIO properties (``s3.*``, ``adls.*``, ``gcs.*``) that reach ``location``'s
+        store with these settings; empty for a local location, which needs none."""
+        if not isinstance(location, ObjectPath):
+            return {}
+        options = self.options(location).as_dict()
+        names = _PYICEBERG_NAMES.get(location.family, {})
+        out = {names[k]: v for k, v in options.items() if k in names}
+        if location.family == "s3" and options.get("endpoint"):
+            ssl = str(options.get("ssl", "true")).strip().lower() not in {"false", "0", "no"}
+            scheme, host = endpoint_parts(options["endpoint"], ssl_default=ssl)
+            out["s3.endpoint"] = f"{scheme}://{host}"
+            path_style = str(options.get("path_style", "")).strip().lower() in {"true", "1", "yes"}
+            out["s3.force-virtual-addressing"] = "false" if path_style else "true"
+        elif location.family == "azure" and location.account:
+            out["adls.account-name"] = location.account
+        return out
 
     def filesystem(self, path: ObjectPath) -> pafs.FileSystem:
         """The pyarrow filesystem that reaches ``path``'s bucket with these settings (cached by options)."""

@@ -30,7 +30,9 @@ __all__ = [
     "escape_decoded",
     "iceberg_uri",
     "is_local",
+    "is_under",
     "location_in",
+    "location_of_iceberg_uri",
     "location_uri",
     "parse_location",
     "relative_text",
@@ -220,6 +222,12 @@ def relative_text(location: Location, root: Location) -> str | None:
         return None
 
 
+def is_under(location: Location, directory: Location) -> bool:
+    """Whether ``location`` lies strictly below ``directory``, lexically, on the same store (any of
+    the Hadoop S3 schemes naming one bucket)."""
+    return relative_text(location, directory) not in (None, ".")
+
+
 def location_uri(location: Location) -> str:
     """The URI of a location: ``file://`` + path for local ones."""
     return "file://" + os.fspath(location) if isinstance(location, Path) else location.uri
@@ -231,6 +239,32 @@ def iceberg_uri(location: Location) -> str:
         return "file://" + os.fspath(location)
     scheme = _ICEBERG_SCHEME.get(location.scheme, location.scheme)
     return ObjectPath(scheme, location.authority, location.key).uri
+
+
+def location_of_iceberg_uri(uri: str, root: Location) -> Location:
+    """The location of a file Iceberg metadata names as :func:`iceberg_uri` wrote it (not
+    percent-decoded), read through ``root``'s store.
+
+    A local table's metadata names local files (``file:`` URIs or plain paths); an object-store
+    table's names objects of its own bucket (container), and an ``s3://`` URI is read back through
+    the table's own scheme (``s3a``), so the same credentials apply. Anything else is a
+    :class:`TableReadError`.
+    """
+    if isinstance(root, Path):
+        if uri.startswith("file://"):
+            return Path(uri[len("file://") :])
+        if uri.startswith("file:"):
+            return Path(uri[len("file:") :])
+        if "://" in uri:
+            raise TableReadError(f"cannot read {uri}: the table is local, the metadata names another store")
+        return Path(uri)
+    try:
+        loc = parse_location(uri.replace("%", "%25"))
+    except TableReadError:
+        loc = None
+    if not isinstance(loc, ObjectPath) or (loc.family, loc.authority) != (root.family, root.authority):
+        raise TableReadError(f"cannot read {uri}: it is not in the table's bucket ({root})")
+    return ObjectPath(root.scheme, root.authority, loc.key)
 
 
 def _is_windows_drive(text: str) -> bool:

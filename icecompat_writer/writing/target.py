@@ -75,7 +75,7 @@ def _split_identifier(name: str) -> tuple[str, ...]:
 
 def parse_target(target: str | Path) -> Target:
     """Classify ``target`` as a location (has ``/`` or a URI scheme, or is a Path) or a table name."""
-    if isinstance(target, Path):
+    if isinstance(target, Path):  # user input: a Path the caller passed is a location, never a table name
         return Target(location=str(target.expanduser().resolve()))
     text = str(target).strip()
     if not text:

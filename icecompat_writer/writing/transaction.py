@@ -18,9 +18,7 @@ two ways: its commit lands, or every file it created is deleted again. :func:`ru
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from icecompat_writer import storage
@@ -53,7 +51,9 @@ class Attempt:
     elsewhere): an abort of a new table removes it again when it holds no file.
     """
 
-    def __init__(self, spark: SparkSession, location: str, number: int, created: Path | None) -> None:
+    def __init__(
+        self, spark: SparkSession, location: str, number: int, created: storage.Location | None
+    ) -> None:
         from icecompat_writer.jvm import bridge  # pyspark and py4j, loaded only when a write runs
 
         self.location = location
@@ -133,7 +133,7 @@ def run(
     location: str,
     body: Callable[[Attempt], T],
     *,
-    created: Path | None = None,
+    created: storage.Location | None = None,
 ) -> T:
     """Run ``body`` once per attempt until it returns, at most :data:`MAX_ATTEMPTS` attempts.
 
@@ -170,19 +170,14 @@ def landed_version(location: str, after_version: int, added_paths: set[str]) -> 
     return None
 
 
-def missing_ancestor(location: str) -> Path | None:
-    """The outermost directory of a local ``location`` that does not exist yet (None: it exists, or
-    the location is not local). A refused write removes it again when it holds no file."""
+def missing_ancestor(location: str) -> storage.Location | None:
+    """The outermost directory of ``location`` that does not exist yet (None: it exists, or the store
+    has no directories). A refused write removes it again when it holds no file."""
     try:
         root = table_root_path(location)
     except IcecompatError:
         return None
-    if not isinstance(root, Path) or root.exists():
-        return None
-    missing = root
-    while not missing.parent.exists() and missing.parent != missing:
-        missing = missing.parent
-    return missing
+    return storage.DEFAULT_IO.missing_ancestor(root)
 
 
 def _delete_added(location: str, added_paths: Sequence[str]) -> int:
@@ -197,46 +192,21 @@ def _delete_added(location: str, added_paths: Sequence[str]) -> int:
     return storage.delete_files(targets)
 
 
-def _remove_empty_dirs(location: str, added_paths: Sequence[str], created: Path | None) -> None:
-    """After an abort: remove the local directories the aborted write made and left empty.
+def _remove_empty_dirs(location: str, added_paths: Sequence[str], created: storage.Location | None) -> None:
+    """After an abort: remove the directories the aborted write made and left empty.
 
     Deleting a write's data files leaves the directories they were written to (random prefixes,
     partition directories), and for a new table the table directory itself. Only empty directories
-    are removed (``rmdir`` refuses any other), walking up from each file's directory to the table root;
-    the root and the directories above it only when this write created them. An object store has no
-    directories: nothing to do there.
+    are removed, walking up from each file's directory to the table root; the root and the
+    directories above it only when this write created them (``created``). An object store has no
+    directories: nothing to do there (:meth:`~icecompat_writer.storage.FileIO.prune_empty_directories`).
     """
     try:
         root = table_root_path(location)
     except IcecompatError:
         return
-    if not isinstance(root, Path):
-        return
-    dirs: set[Path] = set()
-    for p in added_paths:
-        local = resolve_data_path(root, p)
-        if not isinstance(local, Path):
-            continue
-        d = local.parent
-        while d != root and root in d.parents:
-            dirs.add(d)
-            d = d.parent
-    if created is not None and root.is_dir() and not (root / "_delta_log").exists():
-        # a new table that no other writer has committed to meanwhile: every directory is this write's
-        for current, subdirs, _files in os.walk(root):
-            dirs.update(Path(current) / s for s in subdirs)
-    for d in sorted(dirs, key=lambda d: len(d.parts), reverse=True):
-        try:
-            d.rmdir()
-        except OSError:
-            pass  # not empty (another write's files), or already gone
-    if created is not None:
-        d = root
-        while True:
-            try:
-                d.rmdir()
-            except OSError:
-                break
-            if d == created:
-                break
-            d = d.parent
+    io = storage.DEFAULT_IO
+    files = [t for t in (resolve_data_path(root, p) for p in added_paths) if t is not None]
+    # a new table that no other writer has committed to meanwhile: every directory is this write's
+    new_table = created is not None and not io.new_input(root / "_delta_log").exists()
+    io.prune_empty_directories(root, files, whole_tree=new_table, up_to=created)

@@ -5,6 +5,8 @@ Pure mapping, no cloud: GCS has no local server in the suite, so its mapping is 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from icecompat_writer.errors import SessionConfigError
@@ -238,3 +240,28 @@ def test_a_fileio_built_with_hadoop_settings_uses_them_whatever_the_process_hold
     assert io.options(path) == inside
     assert storage.FileIO().options(path).get("access_key") == storage.options_for(path).get("access_key")
     assert storage.FileIO().options(path).get("access_key") != "handed"
+
+
+def test_iceberg_properties_name_the_store_settings_as_pyiceberg_does(tmp_path: Path) -> None:
+    """A catalog's pyiceberg FileIO reaches the table's store with the settings the FileIO holds; a
+    local location needs none."""
+    from icecompat_writer import storage
+
+    io = storage.FileIO(
+        hadoop={
+            "fs.azure.account.key.acct.dfs.core.windows.net": "KEY==",
+            "fs.gs.project.id": "p",
+            "fs.s3a.access.key": "AK",
+            "fs.s3a.secret.key": "SK",
+            "fs.s3a.endpoint": "127.0.0.1:9000",
+            "fs.s3a.connection.ssl.enabled": "false",
+        }
+    )
+    azure = io.iceberg_properties(s3("abfss://data@acct.dfs.core.windows.net/t/metadata/v1.metadata.json"))
+    assert azure["adls.account-key"] == "KEY==" and azure["adls.account-name"] == "acct"
+    assert io.iceberg_properties(s3("gs://b/t"))["gcs.project-id"] == "p"
+    s3_props = io.iceberg_properties(s3("s3a://b/t"))
+    assert (s3_props["s3.access-key-id"], s3_props["s3.secret-access-key"]) == ("AK", "SK")
+    assert s3_props["s3.endpoint"] == "http://127.0.0.1:9000"
+    assert s3_props["s3.force-virtual-addressing"] == "true"
+    assert io.iceberg_properties(tmp_path / "t") == {}

@@ -66,6 +66,9 @@ def test_list_read_write_delete_round_trip(store: Store) -> None:
     assert f"{where.key}/part-0.parquet" not in where.digest()
     with pytest.raises(FileNotFoundError):
         storage.read_bytes(root / "missing")
+    io = storage.FileIO()
+    assert io.is_directory(root / "_delta_log") and not io.is_directory(root / "nothing")
+    assert not io.is_directory(root / "_delta_log/00000000000000000000.json")
 
 
 def test_deleting_the_last_object_of_a_prefix_leaves_no_directory_marker(s3_env: Any, bucket: str) -> None:
@@ -245,3 +248,39 @@ def test_a_fileio_answers_what_its_readers_would_otherwise_ask_of_the_location_t
     assert storage.relative_text(obj("s3a://other/t/x"), remote_root) is None
     assert storage.relative_text(root / "x", remote_root) is None
     assert storage.relative_text(remote_root / "x", root) is None
+
+
+def test_a_fileio_resolves_links_only_where_a_store_has_them(tmp_path: Path) -> None:
+    io = storage.FileIO()
+    real = tmp_path / "real"
+    (real / "d").mkdir(parents=True)
+    (real / "d" / "f").write_bytes(b"x")
+    (real / "d" / "to-f").symlink_to(real / "d" / "f")
+    (tmp_path / "alias").symlink_to(real)
+    dirs: dict[str, str] = {}
+    assert io.resolved(tmp_path / "alias" / "d" / "f") == str(real / "d" / "f")
+    assert io.resolved(tmp_path / "alias" / "d" / "f", dirs) == str(real / "d" / "f")
+    assert dirs == {str(tmp_path / "alias" / "d"): str(real / "d")}  # one resolution per directory
+    assert io.resolved(tmp_path / "alias" / "d" / "to-f", dirs) == str(real / "d" / "f")  # a linked file
+    assert io.resolved(obj("s3a://bkt/t/x")) == "s3a://bkt/t/x"
+
+
+def test_a_new_tables_directories_are_pruned_up_to_the_first_it_made(tmp_path: Path) -> None:
+    io = storage.FileIO()
+    root = tmp_path / "new" / "t"
+    assert io.missing_ancestor(root) == tmp_path / "new"
+    assert io.missing_ancestor(tmp_path) is None
+    assert io.missing_ancestor(obj("s3a://bkt/t")) is None  # an object store makes no directories
+    (root / "p=1" / "q=2").mkdir(parents=True)
+    (root / "kept").mkdir()
+    (root / "kept" / "other-write.parquet").write_bytes(b"x")
+    (root / "empty").mkdir()
+    files = [root / "p=1" / "q=2" / "f.parquet"]
+    assert io.prune_empty_directories(root, files) == 2  # q=2, then p=1; the root is not this call's
+    assert root.is_dir() and (root / "empty").is_dir()
+    assert io.prune_empty_directories(root, [], whole_tree=True, up_to=tmp_path / "new") == 1  # "empty"
+    assert (root / "kept" / "other-write.parquet").exists() and root.is_dir()  # not empty: kept
+    (root / "kept" / "other-write.parquet").unlink()
+    assert io.prune_empty_directories(root, [], whole_tree=True, up_to=tmp_path / "new") == 3
+    assert not (tmp_path / "new").exists() and tmp_path.is_dir()
+    assert io.prune_empty_directories(obj("s3a://bkt/t"), [obj("s3a://bkt/t/p=1/f")], whole_tree=True) == 0

@@ -11,6 +11,8 @@ from icecompat_writer.storage import (
     ObjectPath,
     UnsupportedSchemeError,
     iceberg_uri,
+    is_under,
+    location_of_iceberg_uri,
     location_uri,
     parse_location,
 )
@@ -98,3 +100,27 @@ def test_iceberg_uris_use_s3_for_hadoop_schemes_and_keep_the_others(tmp_path: Pa
     assert iceberg_uri(parse_location("gs://b/t")) == "gs://b/t"
     assert iceberg_uri(tmp_path) == f"file://{tmp_path}"
     assert location_uri(parse_location("s3a://b/t")) == "s3a://b/t"
+
+
+def test_is_under_means_strictly_below_on_the_same_store(tmp_path: Path) -> None:
+    root = parse_location("s3a://b/t")
+    assert is_under(parse_location("s3://b/t/metadata/x"), root)  # any Hadoop S3 scheme names the bucket
+    assert not is_under(root, root)
+    assert not is_under(parse_location("s3a://b/tx/y"), root)
+    assert not is_under(parse_location("s3a://other/t/y"), root)
+    assert not is_under(tmp_path / "t" / "y", root) and not is_under(root / "y", tmp_path)
+    assert is_under(tmp_path / "t" / "y", tmp_path / "t") and not is_under(tmp_path, tmp_path / "t")
+
+
+def test_iceberg_uris_are_read_back_through_the_tables_own_store(tmp_path: Path) -> None:
+    root = parse_location("s3a://b/t")
+    for written in ("s3://b/t/metadata/m.avro", "s3a://b/t/metadata/m.avro"):
+        assert location_of_iceberg_uri(written, root) == ObjectPath("s3a", "b", "t/metadata/m.avro")
+    assert location_of_iceberg_uri("s3://b/t/a%20b", root) == ObjectPath("s3a", "b", "t/a%20b")  # as written
+    assert location_of_iceberg_uri(f"file://{tmp_path}/m.avro", tmp_path) == tmp_path / "m.avro"
+    assert location_of_iceberg_uri(f"file:{tmp_path}/m.avro", tmp_path) == tmp_path / "m.avro"
+    assert location_of_iceberg_uri(f"{tmp_path}/m.avro", tmp_path) == tmp_path / "m.avro"
+    foreign_uris = (("s3://other/t/m.avro", root), ("gs://b/t/m.avro", root), ("s3://b/t/m", tmp_path))
+    for foreign, table in foreign_uris:
+        with pytest.raises(TableReadError, match="cannot read"):
+            location_of_iceberg_uri(foreign, table)
