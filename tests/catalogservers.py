@@ -7,8 +7,9 @@ verification off, and the lock tables by Hive's ``TxnDbUtil``). Hive 4 metastore
 ``get_table`` call pyiceberg 0.12's Hive catalog makes, so 3.1.3 is the newest line pyiceberg can use.
 The metastore resolves a new table's location through its own Hadoop file systems, so its class path
 also holds hadoop-aws 3.1.0 (the Hadoop line of its jars; the Spark tests' hadoop-aws 3.5 does not mix
-with hadoop-common 3.1) and its configuration the S3 server's ``fs.s3a.*`` settings. bin/setup fetches it with Maven (jvm_shim/hive-metastore/pom.xml) into .cache/hive-metastore; one
-server serves the whole run, started by the first test that asks for it.
+with hadoop-common 3.1) and its configuration the S3 server's ``fs.s3a.*`` settings. bin/setup
+fetches it with Maven (jvm_shim/hive-metastore/pom.xml) into .cache/hive-metastore; one server serves
+the whole run, started by the first test that asks for it.
 
 REST: Apache Iceberg's own REST catalog test server (``RESTCatalogServer`` of iceberg-open-api, JDBC
 backend on a sqlite file), with ``ResolvingFileIO`` so that it keeps tables whose metadata is local
