@@ -302,12 +302,11 @@ def _column_ids_assigned(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
 def _ids_unique(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """Column ids and nested ids are pairwise distinct and within [``min_id``, ``max_id``]."""
     lo, hi = int(rule.param("min_id")), int(rule.param("max_id"))
-    found = ctx.schema.all_ids()
-    values = [value for value, _ in found]
+    values = ctx.schema.id_values()
     if not values or (len(set(values)) == len(values) and lo <= min(values) and max(values) <= hi):
         return  # the common case, without a path per id
     first: dict[int, str] = {}
-    for value, path in found:
+    for value, path in ctx.schema.all_ids():
         if not lo <= value <= hi:
             yield _f(path, observed=value, expected=f"{lo}..{hi}", id=value)
         other = first.setdefault(value, path)
