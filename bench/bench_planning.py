@@ -6,7 +6,8 @@ each size it builds a DataFrame-like schema (no column-mapping metadata: the pla
 every id) mixing plain columns, structs, arrays of structs and maps with struct keys and array values,
 then reports the median of ``--repeat`` runs of: planning a new table, validating the plan, and
 re-planning the compliant result (the no-op path every append takes). The target is plan + validate
-< 50 ms at 10,000 leaves.
+< 50 ms at 10,000 leaves. ``--same-as REV [--sizes ...]`` checks that a change kept every planning
+outcome: it hashes the outcome of each case of :func:`digests` in REV's tree and the working tree.
 """
 
 from __future__ import annotations
@@ -154,6 +155,14 @@ def measure_alone(profile: str, sizes: list[int], repeat: int, root: Path = ROOT
     return [PlanningRow(**row) for row in json.loads(out.stdout)]
 
 
+def _export(revision: str, into: Path) -> None:
+    """``revision``'s ``icecompat_writer`` and ``bench`` (git archive), extracted into ``into``."""
+    archive = subprocess.run(
+        ["git", "archive", revision, "icecompat_writer", "bench"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+
+
 def compare(revision: str, profiles: list[str], sizes: list[int], repeat: int, rounds: int) -> None:
     """Before and after, side by side in one run: ``revision``'s planner against the working tree's.
 
@@ -162,13 +171,7 @@ def compare(revision: str, profiles: list[str], sizes: list[int], repeat: int, r
     machine's load during the run weighs on both alike. Prints the median over all rounds' medians.
     """
     with tempfile.TemporaryDirectory(prefix="bench-planning-") as tmp:
-        archive = subprocess.run(
-            ["git", "archive", revision, "icecompat_writer", "bench"],
-            cwd=ROOT,
-            capture_output=True,
-            check=True,
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        _export(revision, Path(tmp))
         trees = {revision: Path(tmp), "working tree": ROOT}
         got: dict[tuple[str, str, int], list[PlanningRow]] = {}
         for r in range(rounds):
@@ -318,13 +321,7 @@ def same_as(revision: str, sizes: list[int]) -> bool:
     here = Path(__file__).resolve()
     runs = {}
     with tempfile.TemporaryDirectory(prefix="bench-planning-") as tmp:
-        archive = subprocess.run(
-            ["git", "archive", revision, "icecompat_writer", "bench"],
-            cwd=ROOT,
-            capture_output=True,
-            check=True,
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        _export(revision, Path(tmp))
         (Path(tmp) / "bench" / "bench_planning.py").write_text(here.read_text())
         for name, root in ((revision, Path(tmp)), ("working tree", ROOT)):
             cmd = [
