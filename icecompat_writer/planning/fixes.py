@@ -45,6 +45,30 @@ def why(rule: Rule) -> str:
     return rule.autofix or rule.checks
 
 
+_new = object.__new__
+_slots = vars(Change)  # the slot descriptors
+_set_rule, _set_path, _set_what, _set_why = (_slots[n].__set__ for n in ("rule", "path", "what", "why"))
+
+
+def _changes(rule_id: str, reason: str, changed: list[tuple[str, str]]) -> list[Change]:
+    """``Change(rule_id, path, what, reason)`` for each pair, made without the frozen ``__init__``.
+
+    A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``; a plan of 10,000
+    leaves records ~12,000 changes, and setting the slots directly takes a third of the time. The
+    objects are the same (equal, hashable, immutable through the usual attribute syntax).
+    """
+    out: list[Change] = []
+    add = out.append
+    for path, what in changed:
+        c = _new(Change)
+        _set_rule(c, rule_id)
+        _set_path(c, path)
+        _set_what(c, what)
+        _set_why(c, reason)
+        add(c)
+    return out
+
+
 class PlanState:
     """The planner's working copy: a mutable schema and configuration plus what is to be added to the
     protocol, and a log of every change with the rule that required it."""
@@ -108,8 +132,7 @@ class PlanState:
     def log(self, rule: Rule, changed: list[tuple[str, str]]) -> None:
         if changed:
             self.schema_changed = True
-            rid, reason = rule.id, why(rule)
-            self.changes.extend([Change(rid, path, what, reason) for path, what in changed])
+            self.changes.extend(_changes(rule.id, why(rule), changed))
 
     def set_config(self, rule: Rule, key: str, value: str) -> None:
         before = self.config.get(key)

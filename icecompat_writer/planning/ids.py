@@ -191,23 +191,25 @@ def assign_column_ids(
         md = f.get("metadata")
         if type(md) is not dict:
             md = _metadata(f)
-        cid = md.get(CM_ID)
-        pn = md.get(CM_PHYSICAL_NAME)
-        has_pn = pn != "" and isinstance(pn, str)
-        if cid is not None and _is_id(cid):
-            if not has_pn:
-                pn = md[CM_PHYSICAL_NAME] = "col-" + str(cid)
-                add((path, CM_PHYSICAL_NAME + "=" + pn))
-            elif keep is not None:
-                keep(field)
-            continue
+        if md:  # empty (a new column, the common case): neither an id nor a physical name
+            cid = md.get(CM_ID)
+            pn = md.get(CM_PHYSICAL_NAME)
+            has_pn = pn != "" and isinstance(pn, str)
+            if cid is not None and _is_id(cid):
+                if not has_pn:
+                    pn = md[CM_PHYSICAL_NAME] = "col-" + str(cid)
+                    add((path, CM_PHYSICAL_NAME + "=" + pn))
+                elif keep is not None:
+                    keep(field)
+                continue
+            if has_pn:
+                top += 1
+                md[CM_ID] = top
+                add((path, f"{CM_ID}={top}"))
+                if keep is not None:
+                    keep(field)
+                continue
         top += 1
-        if has_pn:
-            md[CM_ID] = top
-            add((path, f"{CM_ID}={top}"))
-            if keep is not None:
-                keep(field)
-            continue
         text = str(top)
         if taken:
             while "col-" + text in taken:

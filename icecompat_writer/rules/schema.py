@@ -182,7 +182,7 @@ class SchemaIndex:
     """
 
     __slots__ = (
-        "_by_key", "_ids", "_max_id", "_types", "categories", "complete", "fields", "findings",
+        "_by_key", "_id_values", "_ids", "_max_id", "_types", "categories", "complete", "fields", "findings",
         "metadata_keys", "model", "root", "slots", "top",
     )  # fmt: skip
 
@@ -197,6 +197,7 @@ class SchemaIndex:
         self._types: list[TypeNode] | None = None
         self._by_key: dict[str, list[FieldNode]] = {}
         self._ids: list[tuple[int, str]] | None = None
+        self._id_values: list[int] | None = None
         self._max_id: object = _UNSET
         # every field has an integer column id and a non-empty string physical name (index_model)
         self.complete = False
@@ -257,10 +258,28 @@ class SchemaIndex:
             self._ids = out
         return self._ids
 
+    def id_values(self) -> list[int]:
+        """The ids of :meth:`all_ids` without their paths, in the same order.
+
+        What a range, uniqueness or maximum check needs first; the paths (a tuple per id, ~12,000 for
+        a schema of 10,000 leaves) are only made when such a check finds something to report.
+        """
+        if self._id_values is None:
+            if self._ids is not None:
+                self._id_values = [v for v, _ in self._ids]
+            else:
+                out = [f.column_id for f in self.fields if f.column_id is not None]
+                for f in self.fields_with_key(CM_NESTED_IDS):
+                    ids = f.metadata.get(CM_NESTED_IDS)
+                    if isinstance(ids, Mapping):
+                        out.extend(v for v in ids.values() if isinstance(v, int) and not isinstance(v, bool))
+                self._id_values = out
+        return self._id_values
+
     def max_id(self) -> int | None:
         """The largest column id or nested id (None when there is none)."""
         if self._max_id is _UNSET:
-            self._max_id = max((v for v, _ in self.all_ids()), default=None)
+            self._max_id = max(self.id_values(), default=None)
         return self._max_id  # type: ignore[return-value]
 
     def top_level(self, name: str) -> FieldNode | None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from icecompat_writer.schema.keys import CM_ID, CM_NESTED_IDS, CM_PHYSICAL_NAME, is_id
 from icecompat_writer.schema.paths import ELEMENT, KEY, VALUE, child_path
-from icecompat_writer.schema.types import SIMPLE, type_category
+from icecompat_writer.schema.types import type_category
 
 __all__ = [
     "ArrayType",
@@ -200,33 +200,52 @@ def parse_schema(raw: Any) -> Schema:
     fields_out = schema.fields
     slots_out = schema.slots
     cats = schema.categories
+    shared = _SHARED_PRIMITIVES
+    add_field = fields_out.append
+    add_cat = cats.add
 
     def struct_fields(struct: Mapping[str, Any], parent_path: str, parent: Field | None) -> list[Field]:
         fs = struct.get("fields")
-        if not isinstance(fs, list):
-            if fs is not None and schema.irregular is None:
-                schema.irregular = parent_path
-            return []
+        if type(fs) is not list:
+            if not isinstance(fs, list):
+                if fs is not None and schema.irregular is None:
+                    schema.irregular = parent_path
+                return []
         out: list[Field] = []
+        add = out.append
+        prefix = parent_path + "." if parent_path else ""
         for f in fs:
-            if not (type(f) is dict or isinstance(f, Mapping)):
+            if type(f) is not dict and not isinstance(f, Mapping):
                 continue
             name = f.get("name", "")
             if type(name) is not str:
                 name = str(name)
             if name and "." not in name and "`" not in name:  # child_path, inlined for the common case
-                path = parent_path + "." + name if parent_path else name
+                path = prefix + name
             else:
                 path = child_path(parent_path, name)
+            t = f.get("type")
+            leaf = shared.get(t) if type(t) is str else None
+            if leaf is not None:  # a primitive seen before: its shared node, no call per field
+                add_cat(leaf.category)
+                node = Field(f, name, path, leaf, parent, len(fields_out))
+                add_field(node)
+                add(node)
+                continue
             node = Field(f, name, path, _PENDING, parent, len(fields_out))
-            fields_out.append(node)
-            out.append(node)
-            node.type = type_of(f.get("type"), path, node, "")
+            add_field(node)
+            add(node)
+            node.type = type_of(t, path, node, "")
         return out
 
     def type_of(t: Any, path: str, owner: Field, steps: str) -> DataType:
-        cat = t if (type(t) is str and t in SIMPLE) else type_category(t)
-        cats.add(cat)
+        if type(t) is str:
+            leaf = shared.get(t)
+            if leaf is not None:
+                add_cat(leaf.category)
+                return leaf
+        cat = type_category(t)
+        add_cat(cat)
         if cat == "struct":
             return StructType(t, struct_fields(t, path, owner))
         if cat == "array":
@@ -234,6 +253,8 @@ def parse_schema(raw: Any) -> Schema:
         if cat == "map":
             k = slot(KEY, t.get("keyType"), path, owner, steps)
             return MapType(t, k, slot(VALUE, t.get("valueType"), path, owner, steps))
+        if type(t) is str:
+            return _shared_primitive(t, cat)
         return PrimitiveType(t, cat)
 
     def slot(step: str, t: Any, path: str, owner: Field, steps: str) -> Slot:
@@ -247,6 +268,20 @@ def parse_schema(raw: Any) -> Schema:
     if type(raw) is dict or isinstance(raw, Mapping):
         schema.struct.fields = struct_fields(raw, "", None)
     return schema
+
+
+# A primitive type written as a string is the same immutable node wherever it occurs (its ``raw`` is
+# the string itself, nothing changes a type node): sharing it saves an object and a call per leaf.
+# Other names (``decimal(P,S)``, text a damaged log holds) are shared too, up to a bound.
+_SHARED_PRIMITIVES: dict[str, PrimitiveType] = {}
+_SHARED_LIMIT = 1024
+
+
+def _shared_primitive(t: str, category: str) -> PrimitiveType:
+    node = PrimitiveType(t, category)
+    if len(_SHARED_PRIMITIVES) < _SHARED_LIMIT:
+        _SHARED_PRIMITIVES[t] = node
+    return node
 
 
 def parse_schema_json(text: str) -> Schema:
