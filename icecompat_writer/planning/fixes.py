@@ -21,7 +21,7 @@ from icecompat_writer.rules import features as feat
 from icecompat_writer.rules.context import CM_MODE_KEY, MAX_COLUMN_ID_KEY, column_mapping_mode
 from icecompat_writer.rules.model import Rule
 from icecompat_writer.rules.profiles import Profile
-from icecompat_writer.rules.schema import SchemaIndex, index_schema_string
+from icecompat_writer.rules.schema import MalformedSchemaError, SchemaIndex, index_schema_string
 
 __all__ = ["FIXERS", "Change", "Fixer", "PlanState", "why"]
 
@@ -84,7 +84,12 @@ class PlanState:
         self.metadata = metadata
         self.protocol = protocol
         self.previous = previous
-        self.schema: dict[str, Any] = json.loads(metadata.schema_string)
+        try:
+            self.schema: dict[str, Any] = json.loads(metadata.schema_string)
+        except (ValueError, TypeError, RecursionError) as e:  # as validation words it, before any plan
+            raise MalformedSchemaError(
+                f"the table schema (schemaString) is not JSON ({str(e)[:120]})"
+            ) from None
         if not isinstance(self.schema, dict):
             self.schema = {"type": "struct", "fields": []}
         self.config: dict[str, str] = dict(metadata.configuration)

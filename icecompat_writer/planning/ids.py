@@ -81,7 +81,7 @@ def scan(schema: Mapping[str, Any]) -> Scan:
     generated: set[str] = set()
     for f in model.fields:
         md = f.raw.get("metadata")
-        if md:
+        if md and isinstance(md, dict):  # other JSON there is no metadata (the fixers replace it)
             keys.update(md)
             cid = md.get(CM_ID)
             if _is_id(cid) and cid > top:

@@ -302,11 +302,14 @@ def index_model(model: Schema) -> SchemaIndex:
 
     The planner parses its private copy once, changes field metadata in place (never the shape) and
     indexes the same model afterwards, instead of serialising and parsing again. Raises
-    :class:`MalformedSchemaError` when some struct's ``fields`` is not a list.
+    :class:`MalformedSchemaError` when some struct's ``fields`` is not a list, or a struct, array or
+    map type is written as a bare name (nothing to read its fields or element types from).
     """
     if model.irregular is not None:
-        where = f"struct `{model.irregular}`" if model.irregular else "the schema"
-        raise MalformedSchemaError(f"the fields of {where} are not a list")
+        where = f"`{model.irregular}`" if model.irregular else "the schema"
+        raise MalformedSchemaError(
+            f"the type of {where} is a struct without a list of fields, or an array or map without its types"
+        )
     idx = SchemaIndex(model.raw if isinstance(model.raw, Mapping) else {})
     idx.model = model
     idx.categories = set(model.categories)

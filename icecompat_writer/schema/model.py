@@ -8,7 +8,8 @@ serves a whole plan.
 
 Parsing never rejects anything: a damaged log can hold a struct whose ``fields`` is not a list or a
 type that is not a type, and each reader decides what that means (the rules refuse it, the planner
-walks what is there). Such a struct parses with no fields and ``Schema.irregular`` names the first one.
+walks what is there). Such a struct parses with no fields, a ``struct``, ``array`` or ``map`` written
+as a bare name parses as an unknown leaf, and ``Schema.irregular`` names the first of them.
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ class Schema:
     ``fields`` and ``slots`` are each in pre-order (a field, then what is inside it, then its next
     sibling): the order Delta Kernel hands out ids in. ``categories`` holds the category of every type
     occurrence. ``irregular`` is the path of the first struct whose ``fields`` is not a list (``""``
-    for the top level), None when there is none.
+    for the top level) or of the first nested type written as a bare name, None when there is none.
     """
 
     __slots__ = ("categories", "fields", "irregular", "raw", "slots", "struct")
@@ -245,6 +246,10 @@ def parse_schema(raw: Any) -> Schema:
                 add_cat(leaf.category)
                 return leaf
         cat = type_category(t)
+        if cat in _NESTED and not isinstance(t, Mapping):  # "struct" as a bare name: no fields to read
+            if schema.irregular is None:
+                schema.irregular = path
+            return PrimitiveType(t, "unknown")
         add_cat(cat)
         if cat == "struct":
             return StructType(t, struct_fields(t, path, owner))
@@ -274,6 +279,7 @@ def parse_schema(raw: Any) -> Schema:
 # the string itself, nothing changes a type node): sharing it saves an object and a call per leaf.
 # Other names (``decimal(P,S)``, text a damaged log holds) are shared too, up to a bound.
 _SHARED_PRIMITIVES: dict[str, PrimitiveType] = {}
+_NESTED = frozenset({"struct", "array", "map"})
 _SHARED_LIMIT = 1024
 
 
