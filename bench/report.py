@@ -396,7 +396,7 @@ def _planning_miss(r: Results) -> list[str]:
             f"{figures}. "
             + (
                 "The planner's own work fits the target there"
-                if all(x.plan_validate_ms < 100 for x in alone.values())
+                if all(x.plan_validate_ms < PLANNING_TARGET_MS for x in alone.values())
                 else "The planner's own work does not fit the target even there"
             )
             + "; inside the Spark driver, where "
