@@ -195,9 +195,7 @@ def _azure_client(path: ObjectPath, options: StoreOptions) -> Any:
     _, kw = filesystem_kwargs(path, options)
     account = kw["account_name"]
     conn = parse_connection_string(options.get("connection_string") or "")
-    # the environment's emulator, unless the session's Hadoop settings name an endpoint (those win)
-    from_env = conn.get("BlobEndpoint") and conn.get("AccountName", account) == account
-    if from_env and not options.get("abfs_endpoint"):
+    if conn.get("BlobEndpoint") and conn.get("AccountName", account) == account:
         account_url = conn["BlobEndpoint"]
     elif str(kw.get("blob_storage_authority", ".")).startswith(".") or "blob_storage_authority" not in kw:
         suffix = kw.get("blob_storage_authority", ".blob.core.windows.net")

@@ -192,7 +192,7 @@ def _azure_kwargs(path: ObjectPath, o: Mapping[str, str]) -> dict[str, Any]:
             kwargs["dfs_storage_authority"] = dparts.netloc
             kwargs["dfs_storage_scheme"] = dparts.scheme
     endpoint = o.get("abfs_endpoint")
-    if endpoint:  # a Hadoop setting (the session's): it wins over the environment's connection string
+    if endpoint and "blob_storage_authority" not in kwargs:
         secure = path.scheme in {"abfss", "wasbs"} or (o.get("always_https") or "true").lower() != "false"
         kwargs["blob_storage_authority"] = kwargs["dfs_storage_authority"] = endpoint
         kwargs["blob_storage_scheme"] = kwargs["dfs_storage_scheme"] = "https" if secure else "http"

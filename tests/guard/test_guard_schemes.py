@@ -15,10 +15,14 @@ import textwrap
 from pathlib import Path
 
 import pyspark
+import pytest
 
 from icecompat_writer import sessions
 from icecompat_writer.sessions import GUARD_LOG_STORE, delegate_key, log_store_key
 from tests.objectstores import S3Server, s3a_test_jars
+
+# each test starts its own Spark in a child process
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 STORE = "RecordingS3LogStore"
@@ -32,9 +36,6 @@ import java.nio.file.StandardOpenOption;
 import java.util.Iterator;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
-
-# each test starts its own Spark in a child process
-pytestmark = pytest.mark.integration
 
 /** Delta's S3 store that also notes every file it writes in $RECORDING_LOG (a user's own store). */
 public class RecordingS3LogStore extends S3SingleDriverLogStore {
