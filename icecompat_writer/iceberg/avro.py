@@ -16,9 +16,8 @@ from typing import Any, NotRequired, TypedDict, cast
 
 import fastavro
 
-from icecompat_writer import storage
 from icecompat_writer.schema import iceberg_decimal_params
-from icecompat_writer.storage import FileIO, Location
+from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
 __all__ = [
     "CODEC",
@@ -347,7 +346,7 @@ def _write(
     schema: dict[str, Any],
     records: Iterable[Mapping[str, Any]],
     meta: Mapping[str, str],
-    io: FileIO | None,
+    io: FileIO,
 ) -> int:
     """Write an Avro file (schema ids kept as attributes) and return its length in bytes."""
     parsed = fastavro.parse_schema(schema)
@@ -355,7 +354,7 @@ def _write(
     fastavro.writer(buf, parsed, list(records), metadata=dict(meta), codec=CODEC)
     data = buf.getvalue()
     # Names carry a run id: an existing file is a bug, never overwritten.
-    if not (io or storage.DEFAULT_IO).new_output(path).create(data):
+    if not io.new_output(path).create(data):
         raise FileExistsError(17, f"{path} exists", str(path))
     return len(data)
 
@@ -370,7 +369,7 @@ def write_manifest(
     schema_json: Mapping[str, Any],
     format_version: int,
     content: str = "data",
-    io: FileIO | None = None,
+    io: FileIO = DEFAULT_IO,
 ) -> int:
     """Write one manifest (``content`` ``data`` or ``deletes``); the key/value metadata is what spec
     "Manifests" requires for v2/v3."""
@@ -403,7 +402,7 @@ def write_manifest_list(
     sequence_number: int,
     format_version: int,
     first_row_id: int | None = None,
-    io: FileIO | None = None,
+    io: FileIO = DEFAULT_IO,
 ) -> int:
     """Write a snapshot's manifest list."""
     meta = {
@@ -423,9 +422,9 @@ def write_manifest_list(
     return _write(path, manifest_file_schema(format_version), records, meta, io)
 
 
-def read_avro(path: Location, io: FileIO | None = None) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def read_avro(path: Location, io: FileIO = DEFAULT_IO) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """All records of an Avro file and its key/value metadata (logical types converted by fastavro);
     ``io``: the store settings to read with (None: the storage layer's default)."""
-    reader = fastavro.reader(BytesIO((io or storage.DEFAULT_IO).new_input(path).read()))
+    reader = fastavro.reader(BytesIO(io.new_input(path).read()))
     meta = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in reader.metadata.items()}
     return [dict(cast(Mapping[str, Any], r)) for r in reader], meta

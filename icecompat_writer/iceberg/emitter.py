@@ -35,13 +35,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from icecompat_writer import storage
 from icecompat_writer.deltalog import Snapshot as DeltaSnapshot
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.paths import table_root_path
 from icecompat_writer.errors import CompatViolation, TableReadError, Violation
-from icecompat_writer.storage import FileIO, Location
+from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
 from . import _delta
 from .checks import default_format_version, table_violations
@@ -111,10 +110,10 @@ class IcebergResult:
 # ---------------------------------------------------------------------------------------------------
 
 
-def _existing_metadata(meta_dir: Location, io: FileIO | None = None) -> tuple[int, Location] | None:
+def _existing_metadata(meta_dir: Location, io: FileIO = DEFAULT_IO) -> tuple[int, Location] | None:
     """The highest ``v<N>.metadata.json`` in ``metadata/`` (the hint file may lag behind): one listing."""
     try:
-        listed = [e.location for e in (io or storage.DEFAULT_IO).list_files(meta_dir)]
+        listed = [e.location for e in io.list_files(meta_dir)]
     except (FileNotFoundError, NotADirectoryError):
         return None
     best: tuple[int, Location] | None = None
@@ -179,7 +178,7 @@ def _first_version(
 
 
 def write_iceberg_metadata(
-    table_root: str | os.PathLike[str], format_version: int | None = None, *, io: FileIO | None = None
+    table_root: str | os.PathLike[str], format_version: int | None = None, *, io: FileIO = DEFAULT_IO
 ) -> IcebergResult:
     """Write (or bring up to date) Iceberg metadata for the Delta table at ``table_root``.
 
@@ -193,7 +192,6 @@ def write_iceberg_metadata(
     """
     if format_version is not None and format_version not in (2, 3):
         raise ValueError(f"format_version must be 2 or 3, not {format_version!r}")
-    io = io or storage.DEFAULT_IO
     root = table_root_path(os.fspath(table_root))
     versions = _delta.commit_versions(root, io=io)
     previous = _current_metadata(root, io)

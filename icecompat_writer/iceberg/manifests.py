@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, cast
 
-from icecompat_writer import storage
 from icecompat_writer.schema import iceberg_decimal_params
-from icecompat_writer.storage import FileIO, Location
+from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
 from .avro import (
     DataFileRecord,
@@ -167,7 +166,7 @@ def read_entries(
     m: Manifest,
     partition_fields: PartitionFieldsOf,
     format_version: int,
-    io: FileIO | None = None,
+    io: FileIO = DEFAULT_IO,
 ) -> list[Entry]:
     """Entries of a manifest, inherited snapshot ids, sequence numbers and first row ids resolved."""
     if m.entries is not None:
@@ -212,12 +211,12 @@ class ManifestWriter:
     """
 
     def __init__(
-        self, root: Location, meta_dir: Location, format_version: int, io: FileIO | None = None
+        self, root: Location, meta_dir: Location, format_version: int, io: FileIO = DEFAULT_IO
     ) -> None:
         self.root = root
         self.meta_dir = meta_dir
         self.fv = format_version
-        self.io = io or storage.DEFAULT_IO
+        self.io = io
         self.run_id = uuid.uuid4().hex
         self.counter = 0
         self.written: list[Location] = []
@@ -341,10 +340,10 @@ class LiveFiles:
         partition_fields: PartitionFieldsOf,
         manifests: list[Manifest] | None = None,
         totals: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0),
-        io: FileIO | None = None,
+        io: FileIO = DEFAULT_IO,
     ) -> None:
         self.root = root
-        self.io = io or storage.DEFAULT_IO
+        self.io = io
         self.fv = format_version
         self.partition_fields = partition_fields
         self.manifests: list[Manifest] = list(manifests or [])
@@ -361,7 +360,7 @@ class LiveFiles:
         partition_fields: PartitionFieldsOf,
         manifest_list: str,
         totals: tuple[int, int, int, int, int],
-        io: FileIO | None = None,
+        io: FileIO = DEFAULT_IO,
     ) -> LiveFiles:
         records, _ = read_avro(owned(root, local(manifest_list, root), "manifest list"), io)
         manifests = [Manifest(dict(r)) for r in records]

@@ -21,8 +21,7 @@ import json
 import struct
 from dataclasses import dataclass
 
-from icecompat_writer import storage
-from icecompat_writer.storage import FileIO, Location
+from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
 __all__ = [
     "DV_BLOB_TYPE",
@@ -94,10 +93,10 @@ class PuffinWriter:
         footer = MAGIC + payload + struct.pack("<i", len(payload)) + b"\0\0\0\0" + MAGIC
         return b"".join([*self._parts, footer])
 
-    def write(self, path: Location, io: FileIO | None = None) -> int:
+    def write(self, path: Location, io: FileIO = DEFAULT_IO) -> int:
         """Create the file at ``path`` (it must not exist: names carry a run id) and return its size;
         ``io``: the store settings to write with (None: the storage layer's default)."""
         data = self.to_bytes()
-        if not (io or storage.DEFAULT_IO).new_output(path).create(data):
+        if not io.new_output(path).create(data):
             raise FileExistsError(17, f"{path} exists", str(path))
         return len(data)

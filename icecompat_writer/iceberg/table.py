@@ -26,7 +26,7 @@ from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.files import DeletionVectorDescriptor
 from icecompat_writer.deltalog.paths import resolve_data_path
 from icecompat_writer.errors import CompatViolation, TableReadError, Violation
-from icecompat_writer.storage import FileIO, Location
+from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
 from .avro import DataFileRecord, PartitionField, avro_name, data_file_record
 from .checks import rule_set_for, table_violations
@@ -106,10 +106,10 @@ class IcebergTable:
     """The table metadata document plus everything a snapshot producer needs to add a snapshot."""
 
     def __init__(
-        self, root: Location, metadata: TableMetadata, delta_table_id: str, io: FileIO | None = None
+        self, root: Location, metadata: TableMetadata, delta_table_id: str, io: FileIO = DEFAULT_IO
     ) -> None:
         self.root = root
-        self.io = io or storage.DEFAULT_IO
+        self.io = io
         self.real_root = self.io.resolved(root)  # links resolved once (data_path_outside)
         self.root_uri = uri(root)
         self.real_dirs: dict[str, str] = {}  # directories resolved once per run (data_path_outside)
@@ -132,7 +132,7 @@ class IcebergTable:
 
     @classmethod
     def fresh(
-        cls, root: Location, format_version: int, metadata: Metadata, io: FileIO | None = None
+        cls, root: Location, format_version: int, metadata: Metadata, io: FileIO = DEFAULT_IO
     ) -> IcebergTable:
         """An empty v2/v3 table; the Delta table id doubles as the Iceberg table uuid."""
         table_uuid = metadata.id

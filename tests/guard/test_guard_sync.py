@@ -29,7 +29,7 @@ from icecompat_writer.errors import SetupError
 from icecompat_writer.iceberg import PROP_DELTA_VERSION
 from icecompat_writer.iceberg.sync import IcebergSyncWarning
 from icecompat_writer.jvm.bridge import call, guard_iceberg_syncs, guarded_syncs
-from tests.iceberg._support import duckdb_connect, normalise, spark_rows
+from tests.iceberg._support import duckdb_connect, normalise, spark_rows, stream_once
 from tests.iceberg.test_sync import Catalogs, catalogs  # noqa: F401  (the REST catalog server fixture)
 
 pytestmark = pytest.mark.spark
@@ -329,23 +329,6 @@ def test_a_catalog_table_asking_for_iceberg_is_written_and_registered_under_its_
             "FROM range(1, 5)) AS s ON d.id = s.id "
             "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
         )
-        incoming = tmp_path / "incoming"
-        incoming.mkdir()
-        rows = [{"id": i, "part": "s", "v": i} for i in (7, 8)]
-        (incoming / "0.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-        def stream() -> None:
-            query = (
-                spark.readStream.schema("id BIGINT, part STRING, v BIGINT")
-                .json(str(incoming))
-                .writeStream.format("delta")
-                .option("checkpointLocation", str(tmp_path / "checkpoint"))
-                .trigger(availableNow=True)
-                .toTable(name)
-            )
-            query.awaitTermination(300)
-            assert query.exception() is None, query.exception()
-
         steps: list[tuple[str, Any]] = [
             (
                 "CREATE",
@@ -357,7 +340,7 @@ def test_a_catalog_table_asking_for_iceberg_is_written_and_registered_under_its_
             ("INSERT", lambda: spark.sql(f"INSERT INTO {name} VALUES (0, '0', 0), (1, '1', 2), (2, '2', 4)")),
             ("MERGE", lambda: spark.sql(merge)),
             ("DELETE", lambda: spark.sql(f"DELETE FROM {name} WHERE id = 2")),
-            ("stream", stream),
+            ("stream", lambda: stream_once(spark, name, tmp_path, range(7, 9), table=True)),
         ]
         root = None
         for version, (what, step) in enumerate(steps):

@@ -152,21 +152,24 @@ def catalogs_configured(spark: Any, work: Path, exports: dict[str, str]) -> Iter
         storage.clear_cache()
 
 
-def stream_once(spark: Any, root: str, work: Path, ids: range = range(10, 13)) -> None:
-    """A Structured Streaming write into the Delta table at ``root``: ``availableNow`` over one JSON
-    file of ``ids`` rows (``id``, ``part``, ``v``), so one micro-batch and one commit."""
+def stream_once(
+    spark: Any, target: str, work: Path, ids: range = range(10, 13), *, table: bool = False
+) -> None:
+    """A Structured Streaming write into the Delta table at the path ``target`` (or, with ``table``,
+    into the catalog table named ``target``): ``availableNow`` over one JSON file of ``ids`` rows
+    (``id``, ``part``, ``v``), so one micro-batch and one commit."""
     incoming = work / "incoming"
     incoming.mkdir()
     rows = [{"id": i, "part": str(i % 3), "v": i * 2} for i in ids]
     (incoming / "0.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    query = (
+    writer = (
         spark.readStream.schema("id BIGINT, part STRING, v BIGINT")
         .json(str(incoming))
         .writeStream.format("delta")
         .option("checkpointLocation", str(work / "checkpoint"))
         .trigger(availableNow=True)
-        .start(root)
     )
+    query = writer.toTable(target) if table else writer.start(target)
     query.awaitTermination()
     assert query.exception() is None, query.exception()
 
