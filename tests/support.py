@@ -131,6 +131,17 @@ def parquet_rows(path: Path) -> int:
     return pq.ParquetFile(path).metadata.num_rows
 
 
+# The Spark settings of a test's child driver (a second Spark in its own process: a writer to kill, a
+# session with a log store of its own): one core, Delta's state reconstruction in one partition instead
+# of 50, and a JVM tuned for a short life (the C1 compiler only, the serial collector), which starts
+# and runs a few small writes in less time than the defaults. None changes what Delta writes.
+CHILD_SPARK_CONF: dict[str, str] = {
+    "spark.master": "local[1]",
+    "spark.databricks.delta.snapshotPartitions": "1",
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+}
+
+
 @contextmanager
 def session_conf(spark: Any, confs: dict[str, str]) -> Iterator[None]:
     """Set session confs for a block and put the previous values back, whatever happens."""
