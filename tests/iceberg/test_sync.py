@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import textwrap
 import threading
 import warnings
@@ -32,7 +30,7 @@ from icecompat_writer.iceberg.catalogs import CatalogError, sync_catalog
 from icecompat_writer.iceberg.sync import IcebergSyncWarning, converted_version, sync_after_commit
 from icecompat_writer.writing.api import WriteResult, compat_write
 from tests.catalogservers import RestCatalogServer, iceberg_java_read
-from tests.support import CHILD_SPARK_CONF
+from tests.support import start_child_driver
 
 from ._support import duckdb_connect, normalise, spark_rows
 
@@ -240,17 +238,8 @@ def test_a_kill_between_the_delta_and_iceberg_commits_is_caught_up(
     """SIGKILL after Delta commits version 1 and before its Iceberg commit; the next write's sync converts
     versions 1 and 2: no snapshot lost or doubled, each reads what delta-spark reads."""
     root = tmp_path / "crash"
-    env = {k: v for k, v in os.environ.items() if k != "ICECOMPAT_JARS_DIR"}
     # The child's driver starts while this process makes version 0; it writes once told to.
-    proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(root), json.dumps(CHILD_SPARK_CONF)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-        start_new_session=True,
-    )
+    proc = start_child_driver(CHILD, str(root))
     try:
         first = compat_write(_frame(spark, range(0, 4)), str(root), properties=SYNC)
         assert first.iceberg is not None and first.iceberg.converted_version == 0

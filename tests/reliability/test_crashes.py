@@ -10,12 +10,10 @@ directory (files being written, nothing committed), and the moment its commit fi
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
 import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -30,7 +28,7 @@ from pyspark.sql import functions as F
 from icecompat_writer.checking.check import check_table
 from icecompat_writer.deltalog.snapshot import read_snapshot
 from icecompat_writer.writing.api import compat_write
-from tests.support import CHILD_SPARK_CONF
+from tests.support import start_child_driver
 
 ROWS = 500
 
@@ -57,16 +55,7 @@ class Child:
     kill and its recovery); it writes only when told (:meth:`write`)."""
 
     def __init__(self, table: Path, version: int) -> None:
-        env = {k: v for k, v in os.environ.items() if k != "ICECOMPAT_JARS_DIR"}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", CHILD, str(table), str(version), str(ROWS), json.dumps(CHILD_SPARK_CONF)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env=env,
-            start_new_session=True,
-        )
+        self.proc = start_child_driver(CHILD, str(table), str(version), str(ROWS))
         self.said: list[str] = []
         self.ready = threading.Event()
         self.writing = threading.Event()
@@ -85,9 +74,11 @@ class Child:
     def write(self) -> None:
         """Tell the child to write and wait until it says it writes."""
         assert self.proc.stdin is not None
-        if self.ready.wait(timeout=300):
-            self.proc.stdin.write("write\n")
-            self.proc.stdin.flush()
+        if not self.ready.wait(timeout=300):
+            self.kill()
+            raise AssertionError("the child writer's session never started")
+        self.proc.stdin.write("write\n")
+        self.proc.stdin.flush()
         if not self.writing.wait(timeout=300):
             self.kill()
             raise AssertionError("the child writer never started writing")
