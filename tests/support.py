@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -129,6 +132,33 @@ def physical_types(path: Path) -> dict[str, str]:
 
 def parquet_rows(path: Path) -> int:
     return pq.ParquetFile(path).metadata.num_rows
+
+
+# The Spark settings of a test's child driver (a second Spark in its own process: a writer to kill, a
+# session with a log store of its own): one core, Delta's state reconstruction in one partition instead
+# of 50, and a JVM tuned for a short life (the C1 compiler only, the serial collector), which starts
+# and runs a few small writes in less time than the defaults. None changes what Delta writes.
+CHILD_SPARK_CONF: dict[str, str] = {
+    "spark.master": "local[1]",
+    "spark.databricks.delta.snapshotPartitions": "1",
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+}
+
+
+def start_child_driver(code: str, *args: str) -> subprocess.Popen[str]:
+    """Run the Python program ``code`` in a process group of its own (so that one SIGKILL ends it and
+    its JVM), stdin and stdout piped as text; it gets ``args`` and, last, :data:`CHILD_SPARK_CONF` as
+    JSON. The jars come from the package, as for a user (``ICECOMPAT_JARS_DIR`` is not passed on)."""
+    env = {k: v for k, v in os.environ.items() if k != "ICECOMPAT_JARS_DIR"}
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args, json.dumps(CHILD_SPARK_CONF)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
 
 
 @contextmanager

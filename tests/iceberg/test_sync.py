@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import textwrap
 import threading
 import warnings
@@ -32,6 +30,7 @@ from icecompat_writer.iceberg.catalogs import CatalogError, sync_catalog
 from icecompat_writer.iceberg.sync import IcebergSyncWarning, converted_version, sync_after_commit
 from icecompat_writer.writing.api import WriteResult, compat_write
 from tests.catalogservers import RestCatalogServer, iceberg_java_read
+from tests.support import start_child_driver
 
 from ._support import duckdb_connect, normalise, spark_rows
 
@@ -212,7 +211,7 @@ def test_the_catalog_pointer_never_moves_back(
 
 CHILD = textwrap.dedent(
     """
-    import sys, time
+    import json, sys, time
     import icecompat_writer
     import icecompat_writer.iceberg.sync as sync
     from icecompat_writer.writing.api import compat_write
@@ -222,10 +221,10 @@ CHILD = textwrap.dedent(
         time.sleep(600)
 
     sync.write_iceberg_metadata = held
-    spark = icecompat_writer.session(
-        "sync-crash-child", **{"spark.master": "local[1]", "spark.databricks.delta.snapshotPartitions": "1"}
-    )
+    spark = icecompat_writer.session("sync-crash-child", **json.loads(sys.argv[2]))
     df = spark.range(100, 104).selectExpr("id", "cast(id % 3 as string) as part", "id * 2 as v")
+    print("READY", flush=True)
+    sys.stdin.readline()  # told to write: the table has its version 0
     compat_write(df, sys.argv[1], mode="append")
     print("RETURNED", flush=True)
     """
@@ -239,19 +238,15 @@ def test_a_kill_between_the_delta_and_iceberg_commits_is_caught_up(
     """SIGKILL after Delta commits version 1 and before its Iceberg commit; the next write's sync converts
     versions 1 and 2: no snapshot lost or doubled, each reads what delta-spark reads."""
     root = tmp_path / "crash"
-    first = compat_write(_frame(spark, range(0, 4)), str(root), properties=SYNC)
-    assert first.iceberg is not None and first.iceberg.converted_version == 0
-    env = {k: v for k, v in os.environ.items() if k != "ICECOMPAT_JARS_DIR"}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(root)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-        start_new_session=True,
-    )
+    # The child's driver starts while this process makes version 0; it writes once told to.
+    proc = start_child_driver(CHILD, str(root))
     try:
-        assert proc.stdout is not None
+        first = compat_write(_frame(spark, range(0, 4)), str(root), properties=SYNC)
+        assert first.iceberg is not None and first.iceberg.converted_version == 0
+        assert proc.stdin is not None and proc.stdout is not None
+        assert proc.stdout.readline().strip() == "READY"
+        proc.stdin.write("write\n")
+        proc.stdin.flush()
         line = proc.stdout.readline().strip()
         assert line == "DELTA COMMITTED", line
     finally:

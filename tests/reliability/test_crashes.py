@@ -14,7 +14,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -24,24 +23,26 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from icecompat_writer.checking.check import check_table
 from icecompat_writer.deltalog.snapshot import read_snapshot
 from icecompat_writer.writing.api import compat_write
+from tests.support import start_child_driver
 
 ROWS = 500
 
 CHILD = textwrap.dedent(
     """
-    import sys
+    import json, sys
     import icecompat_writer
     from icecompat_writer.writing.api import compat_write
-    table, version, rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    spark = icecompat_writer.session(
-        "crash-child", **{"spark.master": "local[1]", "spark.databricks.delta.snapshotPartitions": "1"}
-    )
+    table, version, rows, conf = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4])
+    spark = icecompat_writer.session("crash-child", **conf)
     df = spark.range(version * 100000, version * 100000 + rows)
     df = df.selectExpr("id", "cast(id % 7 as string) as part")
+    print("READY", flush=True)
+    sys.stdin.readline()  # told to write: the table is as the previous kill and its recovery left it
     print("WRITING", flush=True)
     compat_write(df, table, mode="append", options={"txnAppId": "crash-job", "txnVersion": str(version)})
     print("DONE", flush=True)
@@ -49,32 +50,45 @@ CHILD = textwrap.dedent(
 )
 
 
-def start_child(table: Path, version: int) -> tuple[subprocess.Popen[str], list[str]]:
-    """Start one child write and wait until it says it writes; return it and the lines it printed."""
-    env = {k: v for k, v in os.environ.items() if k != "ICECOMPAT_JARS_DIR"}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(table), str(version), str(ROWS)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-        start_new_session=True,
-    )
-    said: list[str] = []
-    writing = threading.Event()
+class Child:
+    """One child writer. Its driver starts at once (the next child's start-up overlaps the current
+    kill and its recovery); it writes only when told (:meth:`write`)."""
 
-    def read() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            said.append(line.strip())
-            if line.startswith("WRITING"):
-                writing.set()
+    def __init__(self, table: Path, version: int) -> None:
+        self.proc = start_child_driver(CHILD, str(table), str(version), str(ROWS))
+        self.said: list[str] = []
+        self.ready = threading.Event()
+        self.writing = threading.Event()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
 
-    threading.Thread(target=read, daemon=True).start()
-    if not writing.wait(timeout=300):
-        os.killpg(proc.pid, signal.SIGKILL)
-        raise AssertionError("the child writer never started writing")
-    return proc, said
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.said.append(line.strip())
+            if line.startswith("READY"):
+                self.ready.set()
+            elif line.startswith("WRITING"):
+                self.writing.set()
+
+    def write(self) -> None:
+        """Tell the child to write and wait until it says it writes."""
+        assert self.proc.stdin is not None
+        if not self.ready.wait(timeout=300):
+            self.kill()
+            raise AssertionError("the child writer's session never started")
+        self.proc.stdin.write("write\n")
+        self.proc.stdin.flush()
+        if not self.writing.wait(timeout=300):
+            self.kill()
+            raise AssertionError("the child writer never started writing")
+
+    def kill(self) -> str:
+        """SIGKILL the Python driver and its JVM at once; the last word the child printed."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=60)
+        self.reader.join(timeout=60)  # the pipe closed with the child: every line it printed is in
+        return self.said[-1] if self.said else ""
 
 
 KILL_POINTS = ("random time", "first data file", "commit file")
@@ -91,52 +105,59 @@ def wait_until(condition: Callable[[], bool], proc: subprocess.Popen[str], timeo
         time.sleep(0.01)
 
 
-def kill_during_write(table: Path, version: int, point: str, rng: random.Random) -> str:
-    """Run one child write and SIGKILL it at ``point``; return the last word it printed."""
+def kill_during_write(table: Path, child: Child, point: str, rng: random.Random) -> str:
+    """Let ``child`` write and SIGKILL it at ``point``; return the last word it printed."""
     files_before = files_of(table)
     next_commit = table / "_delta_log" / f"{read_snapshot(table).version + 1:020d}.json"
-    proc, said = start_child(table, version)
+    child.write()
     if point == "random time":
         time.sleep(rng.uniform(0.0, 6.0))
     elif point == "first data file":
-        wait_until(lambda: bool(files_of(table) - files_before), proc)
+        wait_until(lambda: bool(files_of(table) - files_before), child.proc)
     else:
-        wait_until(next_commit.exists, proc)
-    os.killpg(proc.pid, signal.SIGKILL)  # the Python driver and its JVM, at once
-    proc.wait(timeout=60)
-    time.sleep(0.2)  # let the reader thread take the last line
-    return said[-1] if said else ""
+        wait_until(next_commit.exists, child.proc)
+    return child.kill()
 
 
 def crash_and_recover(spark: SparkSession, root: Path, kills: int, seed: int) -> Counter[str]:
     """Kill ``kills`` child writes in turn at each point; after each, check and re-run the write."""
     rng = random.Random(seed)
-    compat_write(
-        spark.range(0).selectExpr("id", "cast(id as string) as part"), str(root), partition_by="part"
-    )
-    outcomes: Counter[str] = Counter()
-    for version in range(1, kills + 1):
-        point = KILL_POINTS[(version - 1) % len(KILL_POINTS)]
-        last = kill_during_write(root, version, point, rng)
-        committed = read_snapshot(root).txns.get("crash-job", 0) >= version
-        assert committed or last != "DONE", "a write that said DONE has its txnVersion in the log"
-        if last == "DONE":
-            outcomes[f"{point}: finished before the kill"] += 1
-        else:
-            outcomes[f"{point}: killed {'after its commit' if committed else 'before committing'}"] += 1
-        report = check_table(root, "v3")
-        assert report.violations == () and report.findings == (), report.render_text()
-        # the same idempotent write, re-run: its rows land once whether or not the killed one committed
-        again = spark.range(version * 100000, version * 100000 + ROWS).selectExpr(
-            "id", "cast(id % 7 as string) as part"
-        )
+    # Two child drivers start while the table is made; each kill starts the one after the next.
+    children = {version: Child(root, version) for version in range(1, min(kills, 2) + 1)}
+    try:
         compat_write(
-            again, str(root), mode="append", options={"txnAppId": "crash-job", "txnVersion": str(version)}
+            spark.range(0).selectExpr("id", "cast(id as string) as part"), str(root), partition_by="part"
         )
-        back = spark.read.format("delta").load(str(root))
-        assert back.count() == version * ROWS, f"after kill {version}"
-        assert back.select("id").distinct().count() == version * ROWS
-    return outcomes
+        outcomes: Counter[str] = Counter()
+        for version in range(1, kills + 1):
+            point = KILL_POINTS[(version - 1) % len(KILL_POINTS)]
+            last = kill_during_write(root, children.pop(version), point, rng)
+            if version + 2 <= kills:
+                children[version + 2] = Child(root, version + 2)
+            committed = read_snapshot(root).txns.get("crash-job", 0) >= version
+            assert committed or last != "DONE", "a write that said DONE has its txnVersion in the log"
+            if last == "DONE":
+                outcomes[f"{point}: finished before the kill"] += 1
+            else:
+                outcomes[f"{point}: killed {'after its commit' if committed else 'before committing'}"] += 1
+            report = check_table(root, "v3")
+            assert report.violations == () and report.findings == (), report.render_text()
+            # the same idempotent write, re-run: its rows land once whether or not the killed one committed
+            again = spark.range(version * 100000, version * 100000 + ROWS).selectExpr(
+                "id", "cast(id % 7 as string) as part"
+            )
+            compat_write(
+                again, str(root), mode="append", options={"txnAppId": "crash-job", "txnVersion": str(version)}
+            )
+            # the row count and the distinct id count, in one read
+            back = spark.read.format("delta").load(str(root))
+            rows, ids = back.agg(F.count("*"), F.count_distinct("id")).first()
+            assert rows == version * ROWS, f"after kill {version}"
+            assert ids == version * ROWS
+        return outcomes
+    finally:
+        for child in children.values():
+            child.kill()
 
 
 @pytest.mark.spark

@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pyspark
@@ -85,8 +86,10 @@ CHILD = textwrap.dedent(
     from icecompat_writer.sessions import LOG_STORE_KEY
     from icecompat_writer.writing.api import compat_write
 
-    jar, store, tables = sys.argv[1], sys.argv[2], sys.argv[3:]
-    builder = SparkSession.builder.appName("lost-answer").master("local[1]").config("spark.jars", jar)
+    jar, store, conf, tables = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4:]
+    builder = SparkSession.builder.appName("lost-answer").config("spark.jars", jar)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
     builder = icecompat_writer.configure(builder)
     spark = builder.config(LOG_STORE_KEY, store).getOrCreate()  # the guard's store, throwing once
     for table in tables:
@@ -116,7 +119,9 @@ def build_store(work: Path) -> Path:
         capture_output=True,
     )
     jar = work / "throwing-store.jar"
-    subprocess.run(["jar", "cf", str(jar), "-C", str(out), "."], check=True, capture_output=True)
+    with zipfile.ZipFile(jar, "w") as archive:  # a jar is a zip: no second JVM to pack one class
+        for path in sorted(out.rglob("*.class")):
+            archive.write(path, path.relative_to(out).as_posix())
     return jar
 
 
@@ -138,8 +143,9 @@ def test_a_commit_whose_answer_is_lost_lands_once_and_one_that_failed_leaves_not
     env = {k: v for k, v in os.environ.items() if k != "ICECOMPAT_JARS_DIR"}
     env["THROWING_COMMITS"] = f"after:{commit_file(landed, 1)},before:{commit_file(failed, 1)}"
     env["THROWING_MARKER"] = str(marker)
+    conf = json.dumps(support.CHILD_SPARK_CONF)
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(jar), STORE, str(landed), str(failed)],
+        [sys.executable, "-c", CHILD, str(jar), STORE, conf, str(landed), str(failed)],
         capture_output=True,
         text=True,
         env=env,
