@@ -112,12 +112,20 @@ def _template_path(i: int) -> str:
 
 
 def _write_templates(root: Path, metadata: dict[str, Any]) -> int:
-    """One compliant data file per subdirectory (hard links per inode are limited); returns its size."""
+    """One compliant data file per subdirectory (hard links per inode are limited); returns its size.
+
+    Every template holds the same rows, so the file is written once and its bytes copied into the
+    other subdirectories: the same 256 files as writing each, without 255 more Parquet encodings.
+    """
     from tests.cli.synthetic import write_data_file
 
-    size = 0
-    for d in range(256):
-        size = write_data_file(root / _template_path(d), metadata, 0, ROWS_PER_FILE)
+    first = root / _template_path(0)
+    size = write_data_file(first, metadata, 0, ROWS_PER_FILE)
+    content = first.read_bytes()
+    for d in range(1, 256):
+        path = root / _template_path(d)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
     return size
 
 
@@ -174,15 +182,20 @@ def measure(
     progress: Callable[[str], None] | None = None,
     warmup: int = 3,
 ) -> list[CheckerRow]:
-    """Warm the JVM (``warmup`` rounds), then per size one untimed round and ``runs`` timed rounds."""
+    """Warm the JVM (``warmup`` rounds), then per size one untimed round and ``runs`` timed rounds.
+
+    ``warmup=0``: neither the JVM warm-up nor the untimed round per size (the first timed round is cold).
+    """
     say = progress or (lambda _msg: None)
     work = workloads(spark)
     # Warm the JVM (classes, JIT, Spark's planner) on a small table before anything is timed.
-    with tempfile.TemporaryDirectory(prefix="bench_checker_warm_") as tmp:
-        build(Path(tmp), 500)
-        for fn in work.values():
-            for _ in range(warmup):
-                fn(Path(tmp))
+    if warmup:
+        say(f"checker: JVM warm-up, {warmup} round(s) on a 500-AddFile table")
+        with tempfile.TemporaryDirectory(prefix="bench_checker_warm_") as tmp:
+            build(Path(tmp), 500)
+            for fn in work.values():
+                for _ in range(warmup):
+                    fn(Path(tmp))
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_checker_") as tmp:
@@ -192,8 +205,10 @@ def measure(
             build(root, size)
             built = time.perf_counter() - start
             samples: dict[str, list[float]] = {name: [] for name in work}
-            for name, fn in work.items():  # untimed run per size: caches, page cache, JIT
-                assert fn(root) == size, f"{name} counted the wrong number of files"
+            if warmup:
+                say(f"checker: {size:,} AddFiles, warm-up round")
+                for name, fn in work.items():  # untimed run per size: caches, page cache, JIT
+                    assert fn(root) == size, f"{name} counted the wrong number of files"
             for run in range(runs):
                 say(f"checker: {size:,} AddFiles, run {run + 1}/{runs}")
                 for name, fn in work.items():

@@ -121,8 +121,14 @@ def _timed(fn: Callable[[], Any], runs: int, before: Callable[[], None], warmup:
 
 
 def measure(
-    files: int, runs: int, *, workdir: Path | None = None, progress: Callable[[str], None] | None = None
+    files: int,
+    runs: int,
+    *,
+    workdir: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    warmup: bool = True,
 ) -> DvRow:
+    """The three conversions of the module docstring; ``warmup=False``: no warm-up conversion."""
     say = progress or (lambda _msg: None)
     with tempfile.TemporaryDirectory(prefix="bench_dv_", dir=workdir) as tmp:
         root = Path(tmp) / "t"
@@ -135,8 +141,11 @@ def measure(
         def fresh() -> None:
             shutil.rmtree(meta, ignore_errors=True)
 
-        say(f"deletion vectors: {files:,} files, baseline conversion")
-        baseline = _timed(lambda: write_iceberg_metadata(root), runs, fresh, warmup=True)
+        say(
+            f"deletion vectors: {files:,} files, baseline conversion"
+            + (" after a warm-up one" if warmup else "")
+        )
+        baseline = _timed(lambda: write_iceberg_metadata(root), runs, fresh, warmup=warmup)
 
         version = read_snapshot(root).version
         _enable_dvs(root, version + 1)

@@ -94,9 +94,11 @@ def measure(
     runs: int,
     progress: Callable[[str], None] = lambda _: None,
     small_runs: int = SMALL_RUNS,
+    warmup: bool = True,
 ) -> list[GuardRow]:
     """Both arms at every row count: ``runs`` timed rounds each, or ``max(runs, small_runs)`` for
-    cells up to ``WARMUP_UP_TO_ROWS`` rows, which also get one untimed warm-up round.
+    cells up to ``WARMUP_UP_TO_ROWS`` rows, which also get one untimed warm-up round (none when
+    ``warmup`` is false).
 
     Large cells write into fresh tables every round. Small cells, where one INSERT is mostly fixed
     cost and a loaded machine's noise is as large as the guard's cost, keep one table per arm for
@@ -110,7 +112,7 @@ def measure(
             row = GuardRow(rows)
             small = rows <= WARMUP_UP_TO_ROWS
             timed_rounds = max(runs, small_runs) if small else runs
-            rounds = timed_rounds + (1 if small else 0)
+            rounds = timed_rounds + (1 if small and warmup else 0)
             with tempfile.TemporaryDirectory(prefix="bench_guard_") as tmp:
                 names = {arm: arm.replace(" ", "_") for arm in row.samples}
                 kept = {arm: _fresh_table(spark, Path(tmp), name) for arm, name in names.items() if small}

@@ -95,7 +95,10 @@ def _kind(method: str, path: str, status: int) -> str:
     return f"{where} {method}"
 
 
-def measure(files: int = 2000, runs: int = 3, progress: Callable[[str], None] = print) -> StorageRow:
+def measure(
+    files: int = 2000, runs: int = 3, progress: Callable[[str], None] = print, *, warmup: bool = True
+) -> StorageRow:
+    """The section's measurement (module docstring); ``warmup=False``: no warm-up check of either path."""
     from icecompat_writer import storage
     from tests.cli.synthetic import build_table
     from tests.objectstores import start_s3_server
@@ -115,8 +118,10 @@ def measure(files: int = 2000, runs: int = 3, progress: Callable[[str], None] = 
             s3_s: list[float] = []
             # the environment for a process without Spark; the per-bucket route for a running session
             with _environ(server.environ()), server.routed(bucket):
-                _check(str(root))  # warm-up of both paths (imports, connections)
-                _check(uri)
+                if warmup:
+                    progress("storage: warm-up of both paths")
+                    _check(str(root))  # imports, connections
+                    _check(uri)
                 for run in range(runs):
                     progress(f"storage: run {run + 1}/{runs}")
                     local_s.append(_check(str(root)))

@@ -143,8 +143,12 @@ def measure(
     tasks: int = 4,
     workdir: Path | None = None,
     progress: Callable[[str], None] | None = None,
+    warmup: bool = True,
 ) -> WriteResults:
-    """Time every arm for every size and layout: a warm-up round, then ``runs`` interleaved rounds."""
+    """Time every arm for every size and layout: a warm-up round, then ``runs`` interleaved rounds.
+
+    ``warmup=False``: no warm-up round in any cell (the first timed round pays the cold JVM).
+    """
     from icecompat_writer import compat_write
 
     say = progress or (lambda _msg: None)
@@ -185,7 +189,7 @@ def measure(
                 work = arms(df, parts)
                 cell = WriteCell(rows, partitioned, {a: [] for a in work}, {a: set() for a in work})
                 layout = "partitioned" if partitioned else "unpartitioned"
-                first = 0 if rows <= WARMUP_UP_TO_ROWS else 1
+                first = 0 if warmup and rows <= WARMUP_UP_TO_ROWS else 1
                 for round_ in range(first, runs + 1):
                     warmup = round_ == 0
                     say(
@@ -208,8 +212,11 @@ def measure(
     return WriteResults(profiles, labels, options, cells, runs, tasks)
 
 
-def profile_compat_write(spark: Any, profile: str, rows: int, tasks: int, top: int = 15) -> str:
-    """cProfile of one ``compat_write`` (Python side): the functions with the most cumulative time.
+def profile_compat_write(
+    spark: Any, profile: str, rows: int, tasks: int, top: int = 15, *, warmup: bool = True
+) -> str:
+    """cProfile of one ``compat_write`` (Python side): the functions with the most cumulative time,
+    after one unprofiled write of the same frame (``warmup=False``: none).
 
     The JVM side is opaque to the profiler and shows as time inside py4j's socket reads, which is
     exactly the split that tells whether a fixed cost is ours (Python) or the JVM's.
@@ -222,7 +229,8 @@ def profile_compat_write(spark: Any, profile: str, rows: int, tasks: int, top: i
 
     df = nested_frame(spark, rows, tasks)
     with tempfile.TemporaryDirectory(prefix="bench_write_profile_") as tmp:
-        compat_write(df, f"{tmp}/warm", profile=profile)
+        if warmup:
+            compat_write(df, f"{tmp}/warm", profile=profile)
         profiler = cProfile.Profile()
         profiler.enable()
         compat_write(df, f"{tmp}/t", profile=profile)

@@ -72,6 +72,8 @@ class Results:
     iceberg_sync: list[SyncRow] = field(default_factory=list)
     deletion_vectors: bench_deletion_vectors.DvRow | None = None
     dv_runs: int = 0
+    smoke: bool = False  # the harness's own test: no warm-ups, smaller tables (bench.run.SMOKE)
+    progress: list[str] = field(default_factory=list)  # every progress message of the run, in order
 
 
 @dataclass(frozen=True)
@@ -486,7 +488,14 @@ def markdown(r: Results) -> str:
         "`bin/bench --quick --out DIR` is a two-minute sanity run with tiny sizes.",
         "",
     ]
-    if r.quick:
+    if r.smoke:
+        lines += [
+            "**Smoke run (`bench.run.run(smoke=True)`, the harness's own test): no section ran any of the "
+            "warm-ups described below and most tables are smaller than a quick run's; the numbers show "
+            "that the harness works, not what anything costs.**",
+            "",
+        ]
+    elif r.quick:
         lines += [
             "**Quick run: tiny sizes and few runs; the numbers show that the harness works, not what "
             "anything costs.**",

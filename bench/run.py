@@ -9,13 +9,14 @@ pyiceberg's ``add_files`` (``bench_iceberg``), with deletion vectors (``bench_de
 against local disk (``bench_storage``), the session guard's cost on a SQL ``INSERT`` (``bench_guard``).
 Progress goes to stderr.
 
-``--quick`` uses tiny sizes and two runs (about two minutes): it shows that the harness works, which is
-what the smoke test runs. The full run is sized to finish in about 35 minutes on two idle cores:
-about 17 minutes of 10,000,000-row writes (2 layouts x 5 arms x 5 runs at roughly 20 s each), 4 to 5
-of Iceberg emission at 100,000 files (about 50 s a run, footers of every file read), about 5 for the
-Iceberg sync section at 100,000 files (two rounds of a first conversion, pyiceberg's add_files and a
-fully verified sync, about a minute each), 2 to 3 for the checker and the rest; a machine loaded by
-other work stretches all of it.
+``--quick`` uses tiny sizes and two runs (about two minutes): it shows that the harness works. The smoke
+test runs ``run(quick=True, smoke=True, runs=1)``: the quick run's write and planning cells, smaller
+tables elsewhere and no warm-ups (``SMOKE``); ``bin/bench`` has no such mode. The full run is sized to
+finish in about 35 minutes on two idle cores: about 17 minutes of 10,000,000-row writes (2 layouts x 5
+arms x 5 runs at roughly 20 s each), 4 to 5 of Iceberg emission at 100,000 files (about 50 s a run,
+footers of every file read), about 5 for the Iceberg sync section at 100,000 files (two rounds of a
+first conversion, pyiceberg's add_files and a fully verified sync, about a minute each), 2 to 3 for the
+checker and the rest; a machine loaded by other work stretches all of it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,7 @@ class Config:
     storage_files: int = 2000
     dv_files: int = 10_000
     dv_runs: int = 1
+    warmups: bool = True  # every section's untimed warm-up rounds or runs
 
 
 # Full: 10,000,000-row writes dominate (see docs/benchmarks.md for the run time they add up to).
@@ -110,6 +112,19 @@ QUICK = Config(
     storage_files=100,
     dv_files=200,
 )
+# The harness's own test: the quick run's write and planning cells (the test asserts them), the other
+# sections' tables smaller, and no warm-up anywhere (a warm-up makes numbers comparable; a smoke run's
+# numbers are not compared).
+SMOKE = replace(
+    QUICK,
+    footer_files=8,
+    iceberg_sizes=[100],
+    iceberg_sync_sizes=[100],
+    guard_rows=[1, 10_000],
+    storage_files=10,
+    dv_files=100,  # bench_checker.build's log needs at least 30 live files
+    warmups=False,
+)
 
 
 class Progress:
@@ -118,15 +133,20 @@ class Progress:
     def __init__(self, enabled: bool = True) -> None:
         self.start = time.perf_counter()
         self.enabled = enabled
+        self.messages: list[str] = []  # every message, printed or not (``Results.progress``)
 
     def __call__(self, message: str) -> None:
+        self.messages.append(message)
         if self.enabled:
             elapsed = time.perf_counter() - self.start
             print(f"[bench {elapsed:7.1f} s] {message}", file=sys.stderr, flush=True)
 
 
-def footer_checks(spark: Any, files: int, runs: int, say: Progress) -> report.FooterRow:
-    """``check_table(files="all")`` on a ``compat_write`` table of ``files`` small data files."""
+def footer_checks(
+    spark: Any, files: int, runs: int, say: Progress, *, warmup: bool = True
+) -> report.FooterRow:
+    """``check_table(files="all")`` on a ``compat_write`` table of ``files`` small data files, ``runs``
+    timed checks after an untimed one (none when ``warmup`` is false)."""
     import statistics
 
     from icecompat_writer import compat_write
@@ -137,7 +157,7 @@ def footer_checks(spark: Any, files: int, runs: int, say: Progress) -> report.Fo
         say(f"footers: writing a table of {files} data files")
         compat_write(bench_write.nested_frame(spark, files * 100, files), str(path), profile="v3")
         samples = []
-        for run in range(runs + 1):
+        for run in range(0 if warmup else 1, runs + 1):
             say("footers: " + ("warm-up" if run == 0 else f"run {run}/{runs}"))
             t0 = time.perf_counter()
             checked = check_table(path, files="all")
@@ -155,13 +175,19 @@ def run(
     out: Path = DEFAULT_OUT,
     runs: int | None = None,
     progress: bool = True,
+    smoke: bool = False,
 ) -> report.Results:
     """Run every section and write ``benchmarks.md`` and ``benchmarks.png`` into ``out``.
 
     ``spark``: a running session with Delta and the shim (a test's); without one, a lean local session
-    is created and stopped at the end. ``runs`` overrides every section's run count.
+    is created and stopped at the end. ``runs`` overrides every section's run count. ``smoke``: the
+    ``SMOKE`` sizes instead of ``QUICK``'s or ``FULL``'s, for the harness's own test: every section
+    and cell runs, with the quick run's write and planning cells, smaller tables in the other sections
+    and no warm-up round or run anywhere, so every timed run may be cold; the document says so. The
+    ``Results`` record what ran (sizes in the rows, every progress message in ``progress``).
     """
-    cfg = QUICK if quick else FULL
+    cfg = SMOKE if smoke else QUICK if quick else FULL
+    warm = cfg.warmups
     if runs is not None:
         cfg = Config(
             **{**cfg.__dict__, **{k: runs for k in cfg.__dict__ if k.endswith("_runs")}},
@@ -176,7 +202,7 @@ def run(
     try:
         machine = report.machine(spark)
         write = bench_write.measure(
-            spark, cfg.write_rows, cfg.write_runs, PROFILES, tasks=cfg.write_tasks, progress=say
+            spark, cfg.write_rows, cfg.write_runs, PROFILES, tasks=cfg.write_tasks, progress=say, warmup=warm
         )
         say("planning")
         planning = [
@@ -190,21 +216,22 @@ def run(
             for row in bench_planning.measure_alone(profile, cfg.planning_sizes, cfg.planning_runs)
         ]
         checker = bench_checker.measure(
-            spark, cfg.checker_sizes, cfg.checker_runs, progress=say, warmup=cfg.checker_warmup
+            spark, cfg.checker_sizes, cfg.checker_runs, progress=say, warmup=cfg.checker_warmup if warm else 0
         )
-        footers = footer_checks(spark, cfg.footer_files, cfg.checker_runs, say)
-        iceberg = bench_iceberg.measure(cfg.iceberg_sizes, cfg.iceberg_runs, progress=say)
+        footers = footer_checks(spark, cfg.footer_files, cfg.checker_runs, say, warmup=warm)
+        iceberg = bench_iceberg.measure(cfg.iceberg_sizes, cfg.iceberg_runs, progress=say, warmup=warm)
         iceberg_sync = [
-            bench_iceberg.measure_sync(size, cfg.iceberg_sync_runs, progress=say)
+            bench_iceberg.measure_sync(size, cfg.iceberg_sync_runs, progress=say, warmup=warm)
             for size in cfg.iceberg_sync_sizes
         ]
-        dvs = bench_deletion_vectors.measure(cfg.dv_files, cfg.dv_runs, progress=say)
-        stored = bench_storage.measure(cfg.storage_files, cfg.checker_runs, progress=say)
+        dvs = bench_deletion_vectors.measure(cfg.dv_files, cfg.dv_runs, progress=say, warmup=warm)
+        stored = bench_storage.measure(cfg.storage_files, cfg.checker_runs, progress=say, warmup=warm)
         guard = bench_guard.measure(
-            spark, cfg.guard_rows, cfg.guard_runs, small_runs=cfg.guard_small_runs, progress=say
+            spark, cfg.guard_rows, cfg.guard_runs, small_runs=cfg.guard_small_runs, progress=say, warmup=warm
         )
         results = report.Results(
             quick=quick,
+            smoke=smoke,
             machine=machine,
             write=write,
             planning=planning,
@@ -229,14 +256,15 @@ def run(
                 profile = t.what.split(", ")[1]
                 key = f"{profile}, {fixed_rows:,} row(s)"
                 if key not in results.profiles_of_misses:
-                    say(f"profiling compat_write ({key})")
+                    say(f"profiling compat_write ({key})" + (" after a warm-up write" if warm else ""))
                     results.profiles_of_misses[key] = bench_write.profile_compat_write(
-                        spark, profile, fixed_rows, cfg.write_tasks
+                        spark, profile, fixed_rows, cfg.write_tasks, warmup=warm
                     )
     finally:
         if own:
             spark.stop()
     results.elapsed_s = time.perf_counter() - say.start
+    results.progress = say.messages
     results.load_at_end = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     out.mkdir(parents=True, exist_ok=True)
     (out / "benchmarks.md").write_text(report.markdown(results), encoding="utf-8")

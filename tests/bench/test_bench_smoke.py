@@ -1,6 +1,7 @@
-"""The benchmark harness runs end to end (``--quick`` sizes, one timed run of every measurement after its
-warm-up: the count is a parameter the harness honours, which is asserted, not the numbers) on the test
-session and writes its report.
+"""The benchmark harness runs end to end on the test session and writes its report: every section and
+cell of ``--quick`` (its write and planning cells), with ``run(smoke=True)``'s smaller tables in the
+other sections and no warm-ups, and one timed run of every measurement. The run count, the sizes and
+the absence of warm-ups are parameters the harness honours, which is asserted, not the numbers.
 
 Numbers are not asserted (they belong to the machine); what is: every section is in the document, the
 plot is a real PNG that matplotlib drew, and the write arms wrote equal file counts, without which the
@@ -35,7 +36,7 @@ SECTIONS = (
 
 
 def test_quick_run_writes_every_section_and_a_png(spark, tmp_path: Path) -> None:
-    results = bench_run.run(spark, quick=True, out=tmp_path, progress=False, runs=1)
+    results = bench_run.run(spark, quick=True, smoke=True, out=tmp_path, progress=False, runs=1)
 
     text = (tmp_path / "benchmarks.md").read_text(encoding="utf-8")
     for heading in SECTIONS:
@@ -63,3 +64,17 @@ def test_quick_run_writes_every_section_and_a_png(spark, tmp_path: Path) -> None
         assert all(len(s) == results.write.runs == 1 for s in cell.samples.values())
     unpartitioned = next(c for c in cells if c.rows == 10_000 and not c.partitioned)
     assert unpartitioned.file_count == 4
+
+    # what smoke=True asked for is what ran: SMOKE's sizes, no warm-up, and the document says so
+    smoke = bench_run.SMOKE
+    assert results.smoke and "**Smoke run" in text
+    assert [c.size for c in results.checker] == smoke.checker_sizes
+    assert results.footers.files == smoke.footer_files
+    assert [r.size for r in results.iceberg] == smoke.iceberg_sizes
+    assert [r.size for r in results.iceberg_sync] == smoke.iceberg_sync_sizes
+    assert results.deletion_vectors is not None and results.deletion_vectors.files == smoke.dv_files
+    assert results.storage is not None and results.storage.files == smoke.storage_files
+    assert [g.rows for g in results.guard] == smoke.guard_rows
+    assert all(len(samples) == 1 for g in results.guard for samples in g.samples.values())
+    assert any(m.startswith("write: 1 rows unpartitioned, run 1/1") for m in results.progress)
+    assert [m for m in results.progress if "warm-up" in m] == []

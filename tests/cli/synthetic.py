@@ -137,7 +137,8 @@ def write_data_file(path: Path, metadata: Mapping[str, Any], start: int, n: int)
     """Write ``n`` rows as a compliant Parquet file; returns its size in bytes."""
     schema = arrow_schema(metadata)
     logical = [f["name"] for f in json.loads(metadata["schemaString"])["fields"]]
-    data = {phys: [r[name] for r in rows(start, n)] for phys, name in zip(schema.names, logical, strict=True)}
+    records = rows(start, n)
+    data = {phys: [r[name] for r in records] for phys, name in zip(schema.names, logical, strict=True)}
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pydict(data, schema=schema), path)
     return path.stat().st_size
