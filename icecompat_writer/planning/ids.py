@@ -77,32 +77,33 @@ def scan(schema: Mapping[str, Any]) -> Scan:
     """Parse ``schema`` once (the planner's private copy; the fields' dicts stay live and mutable)."""
     model = parse_schema(schema)
     top = 0
-    keys: set[str] = set()
     generated: set[str] = set()
-    for f in model.fields:
-        md = f.raw.get("metadata")
-        if md and isinstance(md, dict):  # other JSON there is no metadata (the fixers replace it)
-            keys.update(md)
-            cid = md.get(CM_ID)
-            if _is_id(cid) and cid > top:
+    if model.metadata_keys:  # a new table's columns have none: nothing to look for
+        for f in model.fields:
+            md = f.metadata  # as parsed: only non-empty JSON objects (the fixers replace anything else)
+            if not md:
+                continue
+            cid = f.column_id
+            if cid is not None and cid > top:
                 top = cid
             nested = md.get(CM_NESTED_IDS)
             if type(nested) is dict or isinstance(nested, Mapping):
                 for v in nested.values():
                     if _is_id(v) and v > top:
                         top = v
-            pn = md.get(CM_PHYSICAL_NAME) if isinstance(md, dict) else None
+            pn = md.get(CM_PHYSICAL_NAME)
             if isinstance(pn, str) and pn.startswith("col-"):
                 generated.add(pn)
-    return Scan(model, top, keys, generated)
+    return Scan(model, top, set(model.metadata_keys), generated)
 
 
 def index_scanned(schema: Mapping[str, Any], shape: Scan) -> SchemaIndex:
     """The index of ``schema`` after the fixers ran, built from the scan's model instead of a new parse.
 
-    Each field's metadata is read now (the fixers changed it); an irregular schema raises
+    Each field's metadata is read again now (the fixers changed it); an irregular schema raises
     :class:`~icecompat_writer.rules.schema.MalformedSchemaError` as indexing it afresh would.
     """
+    shape.model.reread_metadata()
     return index_model(shape.model)
 
 
@@ -266,8 +267,9 @@ def assign_nested_ids(shape: Scan, ids: IdCounter, matches: Mapping[int, Mapping
     for slot in shape.model.slots:
         owner = slot.owner
         f, field_path, slot_path = owner.raw, owner.path, slot.path
-        key = owner.physical_name + slot.steps
-        md = f.get("metadata")
+        md = f.get("metadata")  # read now: the fixers before this one named the owner
+        pn = md.get(CM_PHYSICAL_NAME) if type(md) is dict or isinstance(md, Mapping) else None
+        key = (pn if isinstance(pn, str) and pn else owner.name) + slot.steps
         nested = md.get(CM_NESTED_IDS) if isinstance(md, dict) else None
         if (type(nested) is dict or isinstance(nested, Mapping)) and _is_id(nested.get(key)):
             continue

@@ -28,7 +28,6 @@ from icecompat_writer.rules.schema import (
     CM_ID,
     CM_NESTED_IDS,
     CM_PHYSICAL_NAME,
-    SchemaIndex,
     column_id,
     contains_struct,
     decimal_params,
@@ -368,14 +367,13 @@ def _physical_names_unique(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     # past the mode, the schema alone decides: kept with the index like a schema-only kind's findings
     hit = index.findings.get(rule.id)
     if hit is None:
-        hit = index.findings[rule.id] = tuple(_shared_physical_names(index, model))
+        hit = index.findings[rule.id] = tuple(_shared_physical_names(model))
     yield from hit
 
 
-def _shared_physical_names(index: SchemaIndex, model: Schema) -> Iterator[Finding]:
-    nodes = index.fields  # in the model's field order: the physical names were read when indexed
-    for struct in _structs(model):
-        names = [nodes[f.index].physical_name for f in struct.fields]
+def _shared_physical_names(model: Schema) -> Iterator[Finding]:
+    for struct in _structs(model):  # the index's fields are the model's: the names were read then
+        names = [f.physical_name for f in struct.fields]
         if len(set(names)) == len(names):
             continue
         first: dict[str, Field] = {}
@@ -437,9 +435,9 @@ def _forbidden_partition_types(ctx: EvalContext, rule: Rule) -> Iterator[Finding
     types = set(rule.param("types"))
     for name in ctx.metadata.partition_columns:
         f = ctx.schema.top_level(name)
-        if f is not None and type_category(f.type) in types:
-            yield _f(f.path, observed=type_text(f.type), expected="not " + " or ".join(sorted(types)),
-                     type=type_text(f.type))  # fmt: skip
+        if f is not None and type_category(f.type.raw) in types:
+            yield _f(f.path, observed=type_text(f.type.raw), expected="not " + " or ".join(sorted(types)),
+                     type=type_text(f.type.raw))  # fmt: skip
 
 
 @kind("forbidden_types", Scope.SCHEMA, params=("types",), fields=("type",), schema_only=True)
@@ -526,9 +524,9 @@ def _literal_write_defaults(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     key = rule.param("key")
     for f in ctx.schema.fields_with_key(key):
         value = f.metadata.get(key)
-        expected = default_problem(value, f.type)
+        expected = default_problem(value, f.type.raw)
         if expected is not None:
-            yield _f(f.path, observed=value, expected=expected, key=key, type=type_text(f.type))
+            yield _f(f.path, observed=value, expected=expected, key=key, type=type_text(f.type.raw))
 
 
 @kind("forbidden_column_metadata_key", Scope.SCHEMA, params=("keys",), fields=("key",), schema_only=True)

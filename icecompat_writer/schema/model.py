@@ -2,9 +2,11 @@
 
 Every struct field, array element and map key/value becomes a node that knows its column path, its
 nearest ancestor struct field and (through that field's metadata) its column-mapping id. The nodes
-keep the JSON object they came from (``raw``) and read column-mapping metadata from it when asked: the
-planner changes ids and physical names in place on its private copy, never the shape, so one parse
-serves a whole plan.
+keep the JSON object they came from (``raw``); each field's metadata, column id and physical name are
+read once, when the field is parsed, so that the rules' index can use the parsed fields as they are
+(one node per field, not two). The planner changes ids and physical names in place on its private
+copy, never the shape, and calls :meth:`Schema.reread_metadata` when it is done: one parse serves a
+whole plan.
 
 Parsing never rejects anything: a damaged log can hold a struct whose ``fields`` is not a list or a
 type that is not a type, and each reader decides what that means (the rules refuse it, the planner
@@ -97,14 +99,25 @@ class MapType(DataType):
 class Field:
     """A struct field anywhere in the schema; ``parent`` is the nearest ancestor struct field.
 
-    ``metadata``, ``column_id``, ``physical_name`` and ``nested_ids`` are read from ``raw`` on each
-    access, so they follow the planner's in-place changes.
+    ``metadata`` (empty when the JSON has none, or something that is not an object), ``column_id``
+    (the ``delta.columnMapping.id`` when it is an integer; bools are not ids) and ``physical_name``
+    (the logical name when there is none, as PROTOCOL.md "Column Mapping" says) are read from ``raw``
+    when the field is parsed, and again by :meth:`Schema.reread_metadata`.
     """
 
-    __slots__ = ("index", "name", "parent", "path", "raw", "type")
+    __slots__ = ("column_id", "index", "metadata", "name", "parent", "path", "physical_name", "raw", "type")
 
     def __init__(
-        self, raw: Any, name: str, path: str, type_: DataType, parent: Field | None, index: int
+        self,
+        raw: Any,
+        name: str,
+        path: str,
+        type_: DataType,
+        parent: Field | None,
+        index: int,
+        metadata: Mapping[str, Any],
+        column_id: int | None,
+        physical_name: str,
     ) -> None:
         self.raw = raw
         self.name = name
@@ -112,27 +125,13 @@ class Field:
         self.type = type_
         self.parent = parent
         self.index = index  # position in Schema.fields
+        self.metadata = metadata
+        self.column_id = column_id
+        self.physical_name = physical_name
 
     @property
     def nullable(self) -> bool:
         return bool(self.raw.get("nullable", True))
-
-    @property
-    def metadata(self) -> Mapping[str, Any]:
-        md = self.raw.get("metadata")
-        return md if (type(md) is dict or isinstance(md, Mapping)) else NO_METADATA
-
-    @property
-    def column_id(self) -> int | None:
-        """The ``delta.columnMapping.id`` when it is an integer (bools are not ids)."""
-        v = self.metadata.get(CM_ID)
-        return v if is_id(v) else None
-
-    @property
-    def physical_name(self) -> str:
-        """The physical name; the logical name when there is none (PROTOCOL.md "Column Mapping")."""
-        pn = self.metadata.get(CM_PHYSICAL_NAME)
-        return pn if isinstance(pn, str) and pn else self.name
 
     @property
     def nested_ids(self) -> Mapping[str, Any]:
@@ -174,21 +173,56 @@ class Schema:
     sibling): the order Delta Kernel hands out ids in. ``categories`` holds the category of every type
     occurrence. ``irregular`` is the path of the first struct whose ``fields`` is not a list (``""``
     for the top level) or of the first nested type written as a bare name, None when there is none.
+    ``metadata_keys`` holds every key of every field's metadata; ``complete`` says that every field
+    has an integer column id and a non-empty string physical name.
     """
 
-    __slots__ = ("categories", "fields", "irregular", "raw", "slots", "struct")
+    __slots__ = ("categories", "complete", "fields", "irregular", "metadata_keys", "raw", "slots", "struct")
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
         self.fields: list[Field] = []
         self.slots: list[Slot] = []
         self.categories: set[str] = set()
+        self.metadata_keys: set[str] = set()
+        self.complete = True
         self.irregular: str | None = None
         self.struct = StructType(raw, [])
 
     @property
     def top(self) -> list[Field]:
         return self.struct.fields
+
+    def reread_metadata(self) -> None:
+        """Read every field's metadata again (after the planner changed it in place), with
+        ``metadata_keys`` and ``complete``."""
+        keys: set[str] = set()
+        add_keys = keys.update
+        complete = True
+        no_md = NO_METADATA
+        for f in self.fields:
+            md = f.raw.get("metadata")
+            if md and (type(md) is dict or isinstance(md, Mapping)):
+                add_keys(md)
+                cid = md.get(CM_ID)
+                if type(cid) is not int and (not isinstance(cid, int) or isinstance(cid, bool)):
+                    cid = None
+                    complete = False
+                pn = md.get(CM_PHYSICAL_NAME)
+                if type(pn) is not str or not pn:
+                    if not isinstance(pn, str) or not pn:
+                        pn = f.name
+                        complete = False
+                f.metadata = md
+                f.column_id = cid
+                f.physical_name = pn
+            else:
+                f.metadata = no_md
+                f.column_id = None
+                f.physical_name = f.name
+                complete = False
+        self.metadata_keys = keys
+        self.complete = complete
 
 
 def parse_schema(raw: Any) -> Schema:
@@ -204,6 +238,8 @@ def parse_schema(raw: Any) -> Schema:
     shared = _SHARED_PRIMITIVES
     add_field = fields_out.append
     add_cat = cats.add
+    add_keys = schema.metadata_keys.update
+    no_md = NO_METADATA
 
     def struct_fields(struct: Mapping[str, Any], parent_path: str, parent: Field | None) -> list[Field]:
         fs = struct.get("fields")
@@ -215,6 +251,7 @@ def parse_schema(raw: Any) -> Schema:
         out: list[Field] = []
         add = out.append
         prefix = parent_path + "." if parent_path else ""
+        complete = True
         for f in fs:
             if type(f) is not dict and not isinstance(f, Mapping):
                 continue
@@ -225,18 +262,35 @@ def parse_schema(raw: Any) -> Schema:
                 path = prefix + name
             else:
                 path = child_path(parent_path, name)
+            md = f.get("metadata")
+            if md and (type(md) is dict or isinstance(md, Mapping)):  # as Schema.reread_metadata
+                add_keys(md)
+                cid = md.get(CM_ID)
+                if type(cid) is not int and (not isinstance(cid, int) or isinstance(cid, bool)):
+                    cid = None
+                    complete = False
+                pn = md.get(CM_PHYSICAL_NAME)
+                if type(pn) is not str or not pn:
+                    if not isinstance(pn, str) or not pn:
+                        pn = name
+                        complete = False
+            else:
+                md, cid, pn = no_md, None, name
+                complete = False
             t = f.get("type")
             leaf = shared.get(t) if type(t) is str else None
             if leaf is not None:  # a primitive seen before: its shared node, no call per field
                 add_cat(leaf.category)
-                node = Field(f, name, path, leaf, parent, len(fields_out))
+                node = Field(f, name, path, leaf, parent, len(fields_out), md, cid, pn)
                 add_field(node)
                 add(node)
                 continue
-            node = Field(f, name, path, _PENDING, parent, len(fields_out))
+            node = Field(f, name, path, _PENDING, parent, len(fields_out), md, cid, pn)
             add_field(node)
             add(node)
             node.type = type_of(t, path, node, "")
+        if not complete:
+            schema.complete = False
         return out
 
     def type_of(t: Any, path: str, owner: Field, steps: str) -> DataType:

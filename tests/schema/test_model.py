@@ -59,11 +59,17 @@ def test_irregular_struct_is_named_not_raised() -> None:
     assert schema.irregular == "s" and [f.path for f in schema.fields] == ["s"]
 
 
-def test_metadata_is_read_live_from_the_json() -> None:
+def test_metadata_is_read_at_parse_and_again_when_asked() -> None:
     raw = _sample()
     schema = parse_schema(raw)
+    assert schema.complete and "delta.columnMapping.id" in schema.metadata_keys
     raw["fields"][0]["metadata"]["delta.columnMapping.physicalName"] = "renamed"
+    del raw["fields"][1]["metadata"]
+    assert schema.slots[0].key == "col-1.element"  # what the parse read
+    schema.reread_metadata()
     assert schema.slots[0].key == "renamed.element"
+    assert schema.fields[2].column_id is None and schema.fields[2].physical_name == "m"
+    assert not schema.complete
 
 
 class _Leaves(SchemaVisitor[list[str]]):
