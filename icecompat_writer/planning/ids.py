@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from icecompat_writer.rules.schema import SchemaIndex, column_id, id_filler, index_model, matched_fields
-from icecompat_writer.schema import CM_ID, CM_NESTED_IDS, CM_PHYSICAL_NAME, Schema, is_id, parse_schema
+from icecompat_writer.schema import CM_ID, CM_NESTED_IDS, CM_PHYSICAL_NAME, Field, Schema, is_id, parse_schema
 
 __all__ = [
     "IdCounter",
@@ -59,14 +59,11 @@ class Scan:
     max_id: int
     metadata_keys: set[str]
     generated: set[str]  # the physical names of the form ``col-...`` the fields have (see assign_column_ids)
-    _fields: list[tuple[dict[str, Any], str]] | None = None
 
     @property
-    def fields(self) -> list[tuple[dict[str, Any], str]]:
-        """(field dict, path) for every struct field in pre-order; the dicts are the live, mutable schema."""
-        if self._fields is None:
-            self._fields = [(f.raw, f.path) for f in self.model.fields]
-        return self._fields
+    def fields(self) -> list[Field]:
+        """Every struct field in pre-order; their ``raw`` dicts are the live, mutable schema."""
+        return self.model.fields
 
     @property
     def categories(self) -> set[str]:
@@ -112,7 +109,7 @@ def max_assigned_id(schema: Mapping[str, Any]) -> int:
     return scan(schema).max_id
 
 
-Fields = Sequence[tuple[dict[str, Any], str]]
+Fields = Sequence[Field]
 
 
 def _metadata(f: dict[str, Any]) -> dict[str, Any]:
@@ -170,7 +167,7 @@ def assign_column_ids(
     ids: IdCounter,
     *,
     taken: set[str] | None = None,
-    kept: list[tuple[dict[str, Any], str]] | None = None,
+    kept: list[Field] | None = None,
 ) -> Changed:
     """Give every field without one a fresh id, and a physical name ``col-<id>`` where it has none.
 
@@ -188,7 +185,7 @@ def assign_column_ids(
     if taken is None:
         taken = _generated_names_in_use(fields)
     for field in fields:
-        f, path = field
+        f = field.raw
         md = f.get("metadata")
         if type(md) is not dict:
             md = _metadata(f)
@@ -199,14 +196,14 @@ def assign_column_ids(
             if cid is not None and _is_id(cid):
                 if not has_pn:
                     pn = md[CM_PHYSICAL_NAME] = "col-" + str(cid)
-                    add((path, CM_PHYSICAL_NAME + "=" + pn))
+                    add((field.path, CM_PHYSICAL_NAME + "=" + pn))
                 elif keep is not None:
                     keep(field)
                 continue
             if has_pn:
                 top += 1
                 md[CM_ID] = top
-                add((path, f"{CM_ID}={top}"))
+                add((field.path, f"{CM_ID}={top}"))
                 if keep is not None:
                     keep(field)
                 continue
@@ -218,7 +215,7 @@ def assign_column_ids(
                 text = str(top)
         md[CM_ID] = top
         md[CM_PHYSICAL_NAME] = "col-" + text
-        add((path, id_is + text + then_name + text))
+        add((field.path, id_is + text + then_name + text))
     ids.max = top
     return changed
 
@@ -226,8 +223,8 @@ def assign_column_ids(
 def _generated_names_in_use(fields: Fields) -> set[str]:
     """The physical names of the form ``col-...`` the fields already have."""
     out: set[str] = set()
-    for f, _ in fields:
-        md = f.get("metadata")
+    for field in fields:
+        md = field.raw.get("metadata")
         pn = md.get(CM_PHYSICAL_NAME) if isinstance(md, dict) else None
         if isinstance(pn, str) and pn.startswith("col-"):
             out.add(pn)
@@ -241,7 +238,8 @@ def rename_physical(fields: Fields, template: str, keep: Callable[[dict[str, Any
     """
     changed: Changed = []
     fill = id_filler(template)
-    for f, path in fields:
+    for field in fields:
+        f = field.raw
         md = f.get("metadata")
         if not isinstance(md, dict) or keep(f):
             continue
@@ -251,7 +249,7 @@ def rename_physical(fields: Fields, template: str, keep: Callable[[dict[str, Any
         want = fill(cid)
         if md.get(CM_PHYSICAL_NAME) != want:
             md[CM_PHYSICAL_NAME] = want
-            changed.append((path, f"{CM_PHYSICAL_NAME}={want}"))
+            changed.append((field.path, f"{CM_PHYSICAL_NAME}={want}"))
     return changed
 
 
