@@ -221,7 +221,10 @@ class SchemaIndex:
             return []
         hit = self._by_key.get(key)
         if hit is None:
-            hit = [f for f in self.fields if key in f.metadata]
+            if key == CM_NESTED_IDS and self.model is not None:  # the parse listed them, in order
+                hit = self.model.nested_id_owners
+            else:
+                hit = [f for f in self.fields if key in f.metadata]
             self._by_key[key] = hit
         return hit
 
@@ -256,7 +259,10 @@ class SchemaIndex:
             if self._ids is not None:
                 self._id_values = [v for v, _ in self._ids]
             else:
-                out = [f.column_id for f in self.fields if f.column_id is not None]
+                if self.model is not None:  # the parse listed them as it read each field's metadata
+                    out = list(self.model.column_ids)
+                else:
+                    out = [f.column_id for f in self.fields if f.column_id is not None]
                 for f in self.fields_with_key(CM_NESTED_IDS):
                     ids = f.metadata.get(CM_NESTED_IDS)
                     if isinstance(ids, Mapping):

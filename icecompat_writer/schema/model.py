@@ -173,11 +173,17 @@ class Schema:
     sibling): the order Delta Kernel hands out ids in. ``categories`` holds the category of every type
     occurrence. ``irregular`` is the path of the first struct whose ``fields`` is not a list (``""``
     for the top level) or of the first nested type written as a bare name, None when there is none.
-    ``metadata_keys`` holds every key of every field's metadata; ``complete`` says that every field
-    has an integer column id and a non-empty string physical name.
+    From the fields' metadata (see :meth:`reread_metadata`): ``metadata_keys`` holds every key of
+    every field's metadata, ``complete`` says that every field has an integer column id and a
+    non-empty string physical name, ``column_ids`` lists the fields' column ids (in field order,
+    fields without one left out) and ``nested_id_owners`` the fields whose metadata holds
+    ``delta.columnMapping.nested.ids``.
     """
 
-    __slots__ = ("categories", "complete", "fields", "irregular", "metadata_keys", "raw", "slots", "struct")
+    __slots__ = (
+        "categories", "column_ids", "complete", "fields", "irregular", "metadata_keys", "nested_id_owners",
+        "raw", "slots", "struct",
+    )  # fmt: skip
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
@@ -186,6 +192,8 @@ class Schema:
         self.categories: set[str] = set()
         self.metadata_keys: set[str] = set()
         self.complete = True
+        self.column_ids: list[int] = []
+        self.nested_id_owners: list[Field] = []
         self.irregular: str | None = None
         self.struct = StructType(raw, [])
 
@@ -194,10 +202,13 @@ class Schema:
         return self.struct.fields
 
     def reread_metadata(self) -> None:
-        """Read every field's metadata again (after the planner changed it in place), with
-        ``metadata_keys`` and ``complete``."""
+        """Read every field's metadata (``parse_schema`` does; the planner again after changing it in
+        place), and the summaries of it this schema keeps."""
         keys: set[str] = set()
         add_keys = keys.update
+        ids: list[int] = []
+        add_id = ids.append
+        owners: list[Field] = []
         complete = True
         no_md = NO_METADATA
         for f in self.fields:
@@ -205,9 +216,13 @@ class Schema:
             if md and (type(md) is dict or isinstance(md, Mapping)):
                 add_keys(md)
                 cid = md.get(CM_ID)
-                if type(cid) is not int and (not isinstance(cid, int) or isinstance(cid, bool)):
+                if type(cid) is int or (isinstance(cid, int) and not isinstance(cid, bool)):
+                    add_id(cid)
+                else:
                     cid = None
                     complete = False
+                if CM_NESTED_IDS in md:
+                    owners.append(f)
                 pn = md.get(CM_PHYSICAL_NAME)
                 if type(pn) is not str or not pn:
                     if not isinstance(pn, str) or not pn:
@@ -223,6 +238,8 @@ class Schema:
                 complete = False
         self.metadata_keys = keys
         self.complete = complete
+        self.column_ids = ids
+        self.nested_id_owners = owners
 
 
 def parse_schema(raw: Any) -> Schema:
@@ -238,8 +255,7 @@ def parse_schema(raw: Any) -> Schema:
     shared = _SHARED_PRIMITIVES
     add_field = fields_out.append
     add_cat = cats.add
-    add_keys = schema.metadata_keys.update
-    no_md = NO_METADATA
+    no_md = NO_METADATA  # until reread_metadata below reads each field's
 
     def struct_fields(struct: Mapping[str, Any], parent_path: str, parent: Field | None) -> list[Field]:
         fs = struct.get("fields")
@@ -251,7 +267,6 @@ def parse_schema(raw: Any) -> Schema:
         out: list[Field] = []
         add = out.append
         prefix = parent_path + "." if parent_path else ""
-        complete = True
         for f in fs:
             if type(f) is not dict and not isinstance(f, Mapping):
                 continue
@@ -262,35 +277,18 @@ def parse_schema(raw: Any) -> Schema:
                 path = prefix + name
             else:
                 path = child_path(parent_path, name)
-            md = f.get("metadata")
-            if md and (type(md) is dict or isinstance(md, Mapping)):  # as Schema.reread_metadata
-                add_keys(md)
-                cid = md.get(CM_ID)
-                if type(cid) is not int and (not isinstance(cid, int) or isinstance(cid, bool)):
-                    cid = None
-                    complete = False
-                pn = md.get(CM_PHYSICAL_NAME)
-                if type(pn) is not str or not pn:
-                    if not isinstance(pn, str) or not pn:
-                        pn = name
-                        complete = False
-            else:
-                md, cid, pn = no_md, None, name
-                complete = False
             t = f.get("type")
             leaf = shared.get(t) if type(t) is str else None
             if leaf is not None:  # a primitive seen before: its shared node, no call per field
                 add_cat(leaf.category)
-                node = Field(f, name, path, leaf, parent, len(fields_out), md, cid, pn)
+                node = Field(f, name, path, leaf, parent, len(fields_out), no_md, None, name)
                 add_field(node)
                 add(node)
                 continue
-            node = Field(f, name, path, _PENDING, parent, len(fields_out), md, cid, pn)
+            node = Field(f, name, path, _PENDING, parent, len(fields_out), no_md, None, name)
             add_field(node)
             add(node)
             node.type = type_of(t, path, node, "")
-        if not complete:
-            schema.complete = False
         return out
 
     def type_of(t: Any, path: str, owner: Field, steps: str) -> DataType:
@@ -326,6 +324,7 @@ def parse_schema(raw: Any) -> Schema:
 
     if type(raw) is dict or isinstance(raw, Mapping):
         schema.struct.fields = struct_fields(raw, "", None)
+    schema.reread_metadata()
     return schema
 
 
