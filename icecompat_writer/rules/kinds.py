@@ -41,7 +41,7 @@ from icecompat_writer.rules.schema import (
     type_text,
 )
 from icecompat_writer.schema import Schema
-from icecompat_writer.schema.model import Field, StructType
+from icecompat_writer.schema.model import Field
 
 __all__ = ["KINDS", "Kind", "check_against_kinds"]
 
@@ -346,15 +346,6 @@ def _nested_ids_assigned(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
             )
 
 
-def _structs(model: Schema) -> list[StructType]:
-    """Every struct of a parsed schema: the top level, then each struct-typed field, array element or
-    map key/value, from the flat lists the parse made (no walk)."""
-    out = [model.struct]
-    out.extend(f.type for f in model.fields if type(f.type) is StructType)
-    out.extend(s.type for s in model.slots if type(s.type) is StructType)
-    return out
-
-
 @kind("physical_names_unique", Scope.SCHEMA, fields=("other", "physical"))
 def _physical_names_unique(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """Under column mapping (id or name), no two fields of one struct (the top level, a nested struct,
@@ -372,7 +363,7 @@ def _physical_names_unique(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
 
 
 def _shared_physical_names(model: Schema) -> Iterator[Finding]:
-    for struct in _structs(model):  # the index's fields are the model's: the names were read then
+    for struct in model.structs:  # the index's fields are the model's: the names were read then
         names = [f.physical_name for f in struct.fields]
         if len(set(names)) == len(names):
             continue
@@ -397,11 +388,13 @@ def _physical_name_pattern(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     index = ctx.schema
     if index.complete:  # every physical name is the field's own: compare them all at once
         nodes = index.fields
+        # each field's id, in field order (complete: every field has one)
+        ids = index.model.column_ids if index.model is not None else [f.column_id for f in nodes]
         head, sep, tail = template.partition("{id}")
         if sep and "{" not in head + tail and "}" not in head + tail:  # as id_filler, without a call each
-            wanted = [head + str(f.column_id) + tail for f in nodes]
+            wanted = [f"{head}{cid}{tail}" for cid in ids]
         else:
-            wanted = [fill(f.column_id) for f in nodes]  # type: ignore[arg-type]
+            wanted = [fill(cid) for cid in ids]  # type: ignore[arg-type]
         if [f.physical_name for f in nodes] == wanted:
             return
     for f in index.fields:

@@ -170,9 +170,11 @@ class Schema:
     """A parsed schema: the top-level struct plus, in pre-order, every field and every slot.
 
     ``fields`` and ``slots`` are each in pre-order (a field, then what is inside it, then its next
-    sibling): the order Delta Kernel hands out ids in. ``categories`` holds the category of every type
-    occurrence. ``irregular`` is the path of the first struct whose ``fields`` is not a list (``""``
-    for the top level) or of the first nested type written as a bare name, None when there is none.
+    sibling): the order Delta Kernel hands out ids in. ``structs`` holds every struct: the top level,
+    then the types of struct fields, then those of slots, each in pre-order. ``categories`` holds the
+    category of every type occurrence. ``irregular`` is the path of the first struct whose ``fields``
+    is not a list (``""`` for the top level) or of the first nested type written as a bare name, None
+    when there is none.
     From the fields' metadata (see :meth:`reread_metadata`): ``metadata_keys`` holds every key of
     every field's metadata, ``complete`` says that every field has an integer column id and a
     non-empty string physical name, ``column_ids`` lists the fields' column ids (in field order,
@@ -182,7 +184,7 @@ class Schema:
 
     __slots__ = (
         "categories", "column_ids", "complete", "fields", "irregular", "metadata_keys", "nested_id_owners",
-        "raw", "slots", "struct",
+        "raw", "slots", "struct", "structs",
     )  # fmt: skip
 
     def __init__(self, raw: Any) -> None:
@@ -196,6 +198,7 @@ class Schema:
         self.nested_id_owners: list[Field] = []
         self.irregular: str | None = None
         self.struct = StructType(raw, [])
+        self.structs: list[StructType] = [self.struct]
 
     @property
     def top(self) -> list[Field]:
@@ -256,6 +259,8 @@ def parse_schema(raw: Any) -> Schema:
     add_field = fields_out.append
     add_cat = cats.add
     no_md = NO_METADATA  # until reread_metadata below reads each field's
+    field_structs: list[StructType] = []
+    slot_structs: list[StructType] = []
 
     def struct_fields(struct: Mapping[str, Any], parent_path: str, parent: Field | None) -> list[Field]:
         fs = struct.get("fields")
@@ -304,7 +309,10 @@ def parse_schema(raw: Any) -> Schema:
             return PrimitiveType(t, "unknown")
         add_cat(cat)
         if cat == "struct":
-            return StructType(t, struct_fields(t, path, owner))
+            st = StructType(t, [])
+            (slot_structs if steps else field_structs).append(st)  # in pre-order, as fields and slots
+            st.fields = struct_fields(t, path, owner)
+            return st
         if cat == "array":
             return ArrayType(t, slot(ELEMENT, t.get("elementType"), path, owner, steps))
         if cat == "map":
@@ -324,6 +332,7 @@ def parse_schema(raw: Any) -> Schema:
 
     if type(raw) is dict or isinstance(raw, Mapping):
         schema.struct.fields = struct_fields(raw, "", None)
+    schema.structs = [schema.struct, *field_structs, *slot_structs]
     schema.reread_metadata()
     return schema
 
