@@ -22,6 +22,7 @@ from icecompat_writer.rules.context import CM_MODE_KEY, MAX_COLUMN_ID_KEY, colum
 from icecompat_writer.rules.model import Rule
 from icecompat_writer.rules.profiles import Profile
 from icecompat_writer.rules.schema import MalformedSchemaError, SchemaIndex, index_schema_string
+from icecompat_writer.schema import Field
 
 __all__ = ["FIXERS", "Change", "Fixer", "PlanState", "why"]
 
@@ -102,7 +103,7 @@ class PlanState:
         self.matches: dict[int, Mapping[str, Any]] = {}
         self._ids: idplan.IdCounter | None = None
         # the fields whose physical name the id fixer did not make col-<id> (None: it has not run)
-        self.kept: list[tuple[dict[str, Any], str]] | None = None
+        self.kept: list[Field] | None = None
         # One parse up front: the fields never change shape while planning, only their metadata does.
         self.scan = idplan.scan(self.schema)
         self.writer = feat.writer_features(protocol)

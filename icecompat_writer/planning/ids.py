@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from icecompat_writer.rules.schema import SchemaIndex, column_id, id_filler, index_model, matched_fields
-from icecompat_writer.schema import CM_ID, CM_NESTED_IDS, CM_PHYSICAL_NAME, Schema, is_id, parse_schema
+from icecompat_writer.schema import CM_ID, CM_NESTED_IDS, CM_PHYSICAL_NAME, Field, Schema, is_id, parse_schema
 
 __all__ = [
     "IdCounter",
@@ -59,14 +59,11 @@ class Scan:
     max_id: int
     metadata_keys: set[str]
     generated: set[str]  # the physical names of the form ``col-...`` the fields have (see assign_column_ids)
-    _fields: list[tuple[dict[str, Any], str]] | None = None
 
     @property
-    def fields(self) -> list[tuple[dict[str, Any], str]]:
-        """(field dict, path) for every struct field in pre-order; the dicts are the live, mutable schema."""
-        if self._fields is None:
-            self._fields = [(f.raw, f.path) for f in self.model.fields]
-        return self._fields
+    def fields(self) -> list[Field]:
+        """Every struct field in pre-order; their ``raw`` dicts are the live, mutable schema."""
+        return self.model.fields
 
     @property
     def categories(self) -> set[str]:
@@ -77,32 +74,33 @@ def scan(schema: Mapping[str, Any]) -> Scan:
     """Parse ``schema`` once (the planner's private copy; the fields' dicts stay live and mutable)."""
     model = parse_schema(schema)
     top = 0
-    keys: set[str] = set()
     generated: set[str] = set()
-    for f in model.fields:
-        md = f.raw.get("metadata")
-        if md and isinstance(md, dict):  # other JSON there is no metadata (the fixers replace it)
-            keys.update(md)
-            cid = md.get(CM_ID)
-            if _is_id(cid) and cid > top:
+    if model.metadata_keys:  # a new table's columns have none: nothing to look for
+        for f in model.fields:
+            md = f.metadata  # as parsed: only non-empty JSON objects (the fixers replace anything else)
+            if not md:
+                continue
+            cid = f.column_id
+            if cid is not None and cid > top:
                 top = cid
             nested = md.get(CM_NESTED_IDS)
             if type(nested) is dict or isinstance(nested, Mapping):
                 for v in nested.values():
                     if _is_id(v) and v > top:
                         top = v
-            pn = md.get(CM_PHYSICAL_NAME) if isinstance(md, dict) else None
+            pn = md.get(CM_PHYSICAL_NAME)
             if isinstance(pn, str) and pn.startswith("col-"):
                 generated.add(pn)
-    return Scan(model, top, keys, generated)
+    return Scan(model, top, set(model.metadata_keys), generated)
 
 
 def index_scanned(schema: Mapping[str, Any], shape: Scan) -> SchemaIndex:
     """The index of ``schema`` after the fixers ran, built from the scan's model instead of a new parse.
 
-    Each field's metadata is read now (the fixers changed it); an irregular schema raises
+    Each field's metadata is read again now (the fixers changed it); an irregular schema raises
     :class:`~icecompat_writer.rules.schema.MalformedSchemaError` as indexing it afresh would.
     """
+    shape.model.reread_metadata()
     return index_model(shape.model)
 
 
@@ -111,7 +109,7 @@ def max_assigned_id(schema: Mapping[str, Any]) -> int:
     return scan(schema).max_id
 
 
-Fields = Sequence[tuple[dict[str, Any], str]]
+Fields = Sequence[Field]
 
 
 def _metadata(f: dict[str, Any]) -> dict[str, Any]:
@@ -169,7 +167,7 @@ def assign_column_ids(
     ids: IdCounter,
     *,
     taken: set[str] | None = None,
-    kept: list[tuple[dict[str, Any], str]] | None = None,
+    kept: list[Field] | None = None,
 ) -> Changed:
     """Give every field without one a fresh id, and a physical name ``col-<id>`` where it has none.
 
@@ -182,12 +180,12 @@ def assign_column_ids(
     changed: Changed = []
     add = changed.append
     keep = kept.append if kept is not None else None
-    id_is, then_name = CM_ID + "=", ", " + CM_PHYSICAL_NAME + "=col-"  # concatenated: a third of format()
+    id_is, then_name = CM_ID + "=", ", " + CM_PHYSICAL_NAME + "=col-"  # one f-string: half of "+" chains
     top = ids.max  # handed out locally (one attribute write at the end instead of a call per field)
     if taken is None:
         taken = _generated_names_in_use(fields)
     for field in fields:
-        f, path = field
+        f = field.raw
         md = f.get("metadata")
         if type(md) is not dict:
             md = _metadata(f)
@@ -198,14 +196,14 @@ def assign_column_ids(
             if cid is not None and _is_id(cid):
                 if not has_pn:
                     pn = md[CM_PHYSICAL_NAME] = "col-" + str(cid)
-                    add((path, CM_PHYSICAL_NAME + "=" + pn))
+                    add((field.path, CM_PHYSICAL_NAME + "=" + pn))
                 elif keep is not None:
                     keep(field)
                 continue
             if has_pn:
                 top += 1
                 md[CM_ID] = top
-                add((path, f"{CM_ID}={top}"))
+                add((field.path, f"{CM_ID}={top}"))
                 if keep is not None:
                     keep(field)
                 continue
@@ -216,8 +214,8 @@ def assign_column_ids(
                 top += 1
                 text = str(top)
         md[CM_ID] = top
-        md[CM_PHYSICAL_NAME] = "col-" + text
-        add((path, id_is + text + then_name + text))
+        md[CM_PHYSICAL_NAME] = f"col-{text}"
+        add((field.path, f"{id_is}{text}{then_name}{text}"))
     ids.max = top
     return changed
 
@@ -225,8 +223,8 @@ def assign_column_ids(
 def _generated_names_in_use(fields: Fields) -> set[str]:
     """The physical names of the form ``col-...`` the fields already have."""
     out: set[str] = set()
-    for f, _ in fields:
-        md = f.get("metadata")
+    for field in fields:
+        md = field.raw.get("metadata")
         pn = md.get(CM_PHYSICAL_NAME) if isinstance(md, dict) else None
         if isinstance(pn, str) and pn.startswith("col-"):
             out.add(pn)
@@ -240,7 +238,8 @@ def rename_physical(fields: Fields, template: str, keep: Callable[[dict[str, Any
     """
     changed: Changed = []
     fill = id_filler(template)
-    for f, path in fields:
+    for field in fields:
+        f = field.raw
         md = f.get("metadata")
         if not isinstance(md, dict) or keep(f):
             continue
@@ -250,7 +249,7 @@ def rename_physical(fields: Fields, template: str, keep: Callable[[dict[str, Any
         want = fill(cid)
         if md.get(CM_PHYSICAL_NAME) != want:
             md[CM_PHYSICAL_NAME] = want
-            changed.append((path, f"{CM_PHYSICAL_NAME}={want}"))
+            changed.append((field.path, f"{CM_PHYSICAL_NAME}={want}"))
     return changed
 
 
@@ -266,8 +265,9 @@ def assign_nested_ids(shape: Scan, ids: IdCounter, matches: Mapping[int, Mapping
     for slot in shape.model.slots:
         owner = slot.owner
         f, field_path, slot_path = owner.raw, owner.path, slot.path
-        key = owner.physical_name + slot.steps
-        md = f.get("metadata")
+        md = f.get("metadata")  # read now: the fixers before this one named the owner
+        pn = md.get(CM_PHYSICAL_NAME) if type(md) is dict or isinstance(md, Mapping) else None
+        key = (pn if isinstance(pn, str) and pn else owner.name) + slot.steps
         nested = md.get(CM_NESTED_IDS) if isinstance(md, dict) else None
         if (type(nested) is dict or isinstance(nested, Mapping)) and _is_id(nested.get(key)):
             continue

@@ -28,7 +28,6 @@ from icecompat_writer.rules.schema import (
     CM_ID,
     CM_NESTED_IDS,
     CM_PHYSICAL_NAME,
-    SchemaIndex,
     column_id,
     contains_struct,
     decimal_params,
@@ -42,7 +41,7 @@ from icecompat_writer.rules.schema import (
     type_text,
 )
 from icecompat_writer.schema import Schema
-from icecompat_writer.schema.model import Field, StructType
+from icecompat_writer.schema.model import Field
 
 __all__ = ["KINDS", "Kind", "check_against_kinds"]
 
@@ -347,15 +346,6 @@ def _nested_ids_assigned(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
             )
 
 
-def _structs(model: Schema) -> list[StructType]:
-    """Every struct of a parsed schema: the top level, then each struct-typed field, array element or
-    map key/value, from the flat lists the parse made (no walk)."""
-    out = [model.struct]
-    out.extend(f.type for f in model.fields if type(f.type) is StructType)
-    out.extend(s.type for s in model.slots if type(s.type) is StructType)
-    return out
-
-
 @kind("physical_names_unique", Scope.SCHEMA, fields=("other", "physical"))
 def _physical_names_unique(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     """Under column mapping (id or name), no two fields of one struct (the top level, a nested struct,
@@ -368,14 +358,13 @@ def _physical_names_unique(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     # past the mode, the schema alone decides: kept with the index like a schema-only kind's findings
     hit = index.findings.get(rule.id)
     if hit is None:
-        hit = index.findings[rule.id] = tuple(_shared_physical_names(index, model))
+        hit = index.findings[rule.id] = tuple(_shared_physical_names(model))
     yield from hit
 
 
-def _shared_physical_names(index: SchemaIndex, model: Schema) -> Iterator[Finding]:
-    nodes = index.fields  # in the model's field order: the physical names were read when indexed
-    for struct in _structs(model):
-        names = [nodes[f.index].physical_name for f in struct.fields]
+def _shared_physical_names(model: Schema) -> Iterator[Finding]:
+    for struct in model.structs:  # the index's fields are the model's: the names were read then
+        names = [f.physical_name for f in struct.fields]
         if len(set(names)) == len(names):
             continue
         first: dict[str, Field] = {}
@@ -399,11 +388,13 @@ def _physical_name_pattern(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     index = ctx.schema
     if index.complete:  # every physical name is the field's own: compare them all at once
         nodes = index.fields
+        # each field's id, in field order (complete: every field has one)
+        ids = index.model.column_ids if index.model is not None else [f.column_id for f in nodes]
         head, sep, tail = template.partition("{id}")
         if sep and "{" not in head + tail and "}" not in head + tail:  # as id_filler, without a call each
-            wanted = [head + str(f.column_id) + tail for f in nodes]
+            wanted = [f"{head}{cid}{tail}" for cid in ids]
         else:
-            wanted = [fill(f.column_id) for f in nodes]  # type: ignore[arg-type]
+            wanted = [fill(cid) for cid in ids]  # type: ignore[arg-type]
         if [f.physical_name for f in nodes] == wanted:
             return
     for f in index.fields:
@@ -437,9 +428,9 @@ def _forbidden_partition_types(ctx: EvalContext, rule: Rule) -> Iterator[Finding
     types = set(rule.param("types"))
     for name in ctx.metadata.partition_columns:
         f = ctx.schema.top_level(name)
-        if f is not None and type_category(f.type) in types:
-            yield _f(f.path, observed=type_text(f.type), expected="not " + " or ".join(sorted(types)),
-                     type=type_text(f.type))  # fmt: skip
+        if f is not None and type_category(f.type.raw) in types:
+            yield _f(f.path, observed=type_text(f.type.raw), expected="not " + " or ".join(sorted(types)),
+                     type=type_text(f.type.raw))  # fmt: skip
 
 
 @kind("forbidden_types", Scope.SCHEMA, params=("types",), fields=("type",), schema_only=True)
@@ -526,9 +517,9 @@ def _literal_write_defaults(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     key = rule.param("key")
     for f in ctx.schema.fields_with_key(key):
         value = f.metadata.get(key)
-        expected = default_problem(value, f.type)
+        expected = default_problem(value, f.type.raw)
         if expected is not None:
-            yield _f(f.path, observed=value, expected=expected, key=key, type=type_text(f.type))
+            yield _f(f.path, observed=value, expected=expected, key=key, type=type_text(f.type.raw))
 
 
 @kind("forbidden_column_metadata_key", Scope.SCHEMA, params=("keys",), fields=("key",), schema_only=True)

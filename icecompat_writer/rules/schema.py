@@ -17,7 +17,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from icecompat_writer.errors import TableReadError
@@ -127,22 +126,11 @@ def nested_ids(f: Mapping[str, Any]) -> Mapping[str, Any]:
     return v if (type(v) is dict or isinstance(v, Mapping)) else {}
 
 
-@dataclass(slots=True, eq=False)
-class FieldNode:
-    """A struct field anywhere in the schema (top level, inside structs, arrays or maps).
-
-    ``column_id`` and ``physical_name`` are read once when the index is built (the physical name falls
-    back to the logical name, as PROTOCOL.md says); ``parent`` is the nearest ancestor struct field.
-    """
-
-    path: str
-    name: str
-    raw: Mapping[str, Any]
-    type: Any
-    parent: FieldNode | None
-    metadata: Mapping[str, Any]
-    column_id: int | None
-    physical_name: str
+# A struct field of an index is the parsed schema's own node: ``column_id``, ``physical_name`` (the
+# logical name when there is none, as PROTOCOL.md says) and ``metadata`` are read when the field is
+# parsed (or re-read by the planner), ``parent`` is the nearest ancestor struct field and ``type`` the
+# parsed type (``type.raw`` its JSON).
+FieldNode = Field
 
 
 @dataclass(slots=True, eq=False)
@@ -189,7 +177,7 @@ class SchemaIndex:
     def __init__(self, root: Mapping[str, Any]) -> None:
         self.root = root
         self.model: Schema | None = None  # the parsed schema the index was built from
-        self.fields: list[FieldNode] = []
+        self.fields: list[FieldNode] = []  # the model's fields (index_model)
         self.slots: list[SlotNode] = []
         self.top: list[FieldNode] = []
         self.categories: set[str] = set()
@@ -214,7 +202,7 @@ class SchemaIndex:
             for s in self.slots:
                 slot_types[id(s.owner)].append(s)
             for f in self.fields:
-                out.append(TypeNode(f.path, f.type, type_category(f.type), f))
+                out.append(TypeNode(f.path, f.type.raw, type_category(f.type.raw), f))
                 for s in slot_types.get(id(f), ()):
                     out.append(TypeNode(s.path, s.type, type_category(s.type), f))
             self._types = out
@@ -233,7 +221,10 @@ class SchemaIndex:
             return []
         hit = self._by_key.get(key)
         if hit is None:
-            hit = [f for f in self.fields if key in f.metadata]
+            if key == CM_NESTED_IDS and self.model is not None:  # the parse listed them, in order
+                hit = self.model.nested_id_owners
+            else:
+                hit = [f for f in self.fields if key in f.metadata]
             self._by_key[key] = hit
         return hit
 
@@ -268,7 +259,10 @@ class SchemaIndex:
             if self._ids is not None:
                 self._id_values = [v for v, _ in self._ids]
             else:
-                out = [f.column_id for f in self.fields if f.column_id is not None]
+                if self.model is not None:  # the parse listed them as it read each field's metadata
+                    out = list(self.model.column_ids)
+                else:
+                    out = [f.column_id for f in self.fields if f.column_id is not None]
                 for f in self.fields_with_key(CM_NESTED_IDS):
                     ids = f.metadata.get(CM_NESTED_IDS)
                     if isinstance(ids, Mapping):
@@ -294,16 +288,14 @@ class SchemaIndex:
         return None
 
 
-_NO_METADATA: Mapping[str, Any] = MappingProxyType({})
-
-
 def index_model(model: Schema) -> SchemaIndex:
-    """The index of a parsed schema, each field's metadata read now.
+    """The index of a parsed schema: its fields are the model's own nodes, with the metadata the parse
+    (or :meth:`~icecompat_writer.schema.Schema.reread_metadata`) read.
 
-    The planner parses its private copy once, changes field metadata in place (never the shape) and
-    indexes the same model afterwards, instead of serialising and parsing again. Raises
-    :class:`MalformedSchemaError` when some struct's ``fields`` is not a list, or a struct, array or
-    map type is written as a bare name (nothing to read its fields or element types from).
+    The planner parses its private copy once, changes field metadata in place (never the shape),
+    re-reads it and indexes the same model afterwards, instead of serialising and parsing again.
+    Raises :class:`MalformedSchemaError` when some struct's ``fields`` is not a list, or a struct,
+    array or map type is written as a bare name (nothing to read its fields or element types from).
     """
     if model.irregular is not None:
         where = f"`{model.irregular}`" if model.irregular else "the schema"
@@ -313,41 +305,11 @@ def index_model(model: Schema) -> SchemaIndex:
     idx = SchemaIndex(model.raw if isinstance(model.raw, Mapping) else {})
     idx.model = model
     idx.categories = set(model.categories)
-    nodes = idx.fields
-    keys = idx.metadata_keys
-    top = idx.top
-    no_md = _NO_METADATA
-    complete = True
-    for f in model.fields:
-        raw = f.raw
-        name = f.name
-        md = raw.get("metadata")
-        if (type(md) is dict or isinstance(md, Mapping)) and md:
-            keys.update(md)
-            cid = md.get(CM_ID)
-            if type(cid) is not int and (not isinstance(cid, int) or isinstance(cid, bool)):
-                cid = None
-                complete = False
-            pn = md.get(CM_PHYSICAL_NAME)
-            if type(pn) is not str or not pn:
-                if not isinstance(pn, str) or not pn:
-                    pn = name
-                    complete = False
-        else:
-            md, cid, pn = no_md, None, name
-            complete = False
-        parent = f.parent
-        node = FieldNode(
-            f.path, name, raw, raw.get("type"), None if parent is None else nodes[parent.index], md, cid, pn
-        )
-        nodes.append(node)
-        if parent is None:
-            top.append(node)
-    idx.complete = complete
-    idx.slots = [
-        SlotNode(s.path, nodes[s.owner.index].physical_name + s.steps, s.type.raw, nodes[s.owner.index])
-        for s in model.slots
-    ]
+    idx.metadata_keys = set(model.metadata_keys)
+    idx.fields = model.fields
+    idx.top = model.top
+    idx.complete = model.complete
+    idx.slots = [SlotNode(s.path, s.owner.physical_name + s.steps, s.type.raw, s.owner) for s in model.slots]
     return idx
 
 

@@ -2,9 +2,11 @@
 
 Every struct field, array element and map key/value becomes a node that knows its column path, its
 nearest ancestor struct field and (through that field's metadata) its column-mapping id. The nodes
-keep the JSON object they came from (``raw``) and read column-mapping metadata from it when asked: the
-planner changes ids and physical names in place on its private copy, never the shape, so one parse
-serves a whole plan.
+keep the JSON object they came from (``raw``); each field's metadata, column id and physical name are
+read once, when the field is parsed, so that the rules' index can use the parsed fields as they are
+(one node per field, not two). The planner changes ids and physical names in place on its private
+copy, never the shape, and calls :meth:`Schema.reread_metadata` when it is done: one parse serves a
+whole plan.
 
 Parsing never rejects anything: a damaged log can hold a struct whose ``fields`` is not a list or a
 type that is not a type, and each reader decides what that means (the rules refuse it, the planner
@@ -97,14 +99,25 @@ class MapType(DataType):
 class Field:
     """A struct field anywhere in the schema; ``parent`` is the nearest ancestor struct field.
 
-    ``metadata``, ``column_id``, ``physical_name`` and ``nested_ids`` are read from ``raw`` on each
-    access, so they follow the planner's in-place changes.
+    ``metadata`` (empty when the JSON has none, or something that is not an object), ``column_id``
+    (the ``delta.columnMapping.id`` when it is an integer; bools are not ids) and ``physical_name``
+    (the logical name when there is none, as PROTOCOL.md "Column Mapping" says) are read from ``raw``
+    when the field is parsed, and again by :meth:`Schema.reread_metadata`.
     """
 
-    __slots__ = ("index", "name", "parent", "path", "raw", "type")
+    __slots__ = ("column_id", "index", "metadata", "name", "parent", "path", "physical_name", "raw", "type")
 
     def __init__(
-        self, raw: Any, name: str, path: str, type_: DataType, parent: Field | None, index: int
+        self,
+        raw: Any,
+        name: str,
+        path: str,
+        type_: DataType,
+        parent: Field | None,
+        index: int,
+        metadata: Mapping[str, Any],
+        column_id: int | None,
+        physical_name: str,
     ) -> None:
         self.raw = raw
         self.name = name
@@ -112,27 +125,13 @@ class Field:
         self.type = type_
         self.parent = parent
         self.index = index  # position in Schema.fields
+        self.metadata = metadata
+        self.column_id = column_id
+        self.physical_name = physical_name
 
     @property
     def nullable(self) -> bool:
         return bool(self.raw.get("nullable", True))
-
-    @property
-    def metadata(self) -> Mapping[str, Any]:
-        md = self.raw.get("metadata")
-        return md if (type(md) is dict or isinstance(md, Mapping)) else NO_METADATA
-
-    @property
-    def column_id(self) -> int | None:
-        """The ``delta.columnMapping.id`` when it is an integer (bools are not ids)."""
-        v = self.metadata.get(CM_ID)
-        return v if is_id(v) else None
-
-    @property
-    def physical_name(self) -> str:
-        """The physical name; the logical name when there is none (PROTOCOL.md "Column Mapping")."""
-        pn = self.metadata.get(CM_PHYSICAL_NAME)
-        return pn if isinstance(pn, str) and pn else self.name
 
     @property
     def nested_ids(self) -> Mapping[str, Any]:
@@ -171,24 +170,79 @@ class Schema:
     """A parsed schema: the top-level struct plus, in pre-order, every field and every slot.
 
     ``fields`` and ``slots`` are each in pre-order (a field, then what is inside it, then its next
-    sibling): the order Delta Kernel hands out ids in. ``categories`` holds the category of every type
-    occurrence. ``irregular`` is the path of the first struct whose ``fields`` is not a list (``""``
-    for the top level) or of the first nested type written as a bare name, None when there is none.
+    sibling): the order Delta Kernel hands out ids in. ``structs`` holds every struct: the top level,
+    then the types of struct fields, then those of slots, each in pre-order. ``categories`` holds the
+    category of every type occurrence. ``irregular`` is the path of the first struct whose ``fields``
+    is not a list (``""`` for the top level) or of the first nested type written as a bare name, None
+    when there is none.
+    From the fields' metadata (see :meth:`reread_metadata`): ``metadata_keys`` holds every key of
+    every field's metadata, ``complete`` says that every field has an integer column id and a
+    non-empty string physical name, ``column_ids`` lists the fields' column ids (in field order,
+    fields without one left out) and ``nested_id_owners`` the fields whose metadata holds
+    ``delta.columnMapping.nested.ids``.
     """
 
-    __slots__ = ("categories", "fields", "irregular", "raw", "slots", "struct")
+    __slots__ = (
+        "categories", "column_ids", "complete", "fields", "irregular", "metadata_keys", "nested_id_owners",
+        "raw", "slots", "struct", "structs",
+    )  # fmt: skip
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
         self.fields: list[Field] = []
         self.slots: list[Slot] = []
         self.categories: set[str] = set()
+        self.metadata_keys: set[str] = set()
+        self.complete = True
+        self.column_ids: list[int] = []
+        self.nested_id_owners: list[Field] = []
         self.irregular: str | None = None
         self.struct = StructType(raw, [])
+        self.structs: list[StructType] = [self.struct]
 
     @property
     def top(self) -> list[Field]:
         return self.struct.fields
+
+    def reread_metadata(self) -> None:
+        """Read every field's metadata (``parse_schema`` does; the planner again after changing it in
+        place), and the summaries of it this schema keeps."""
+        keys: set[str] = set()
+        add_keys = keys.update
+        ids: list[int] = []
+        add_id = ids.append
+        owners: list[Field] = []
+        complete = True
+        no_md = NO_METADATA
+        for f in self.fields:
+            md = f.raw.get("metadata")
+            if md and (type(md) is dict or isinstance(md, Mapping)):
+                add_keys(md)
+                cid = md.get(CM_ID)
+                if type(cid) is int or (isinstance(cid, int) and not isinstance(cid, bool)):
+                    add_id(cid)
+                else:
+                    cid = None
+                    complete = False
+                if CM_NESTED_IDS in md:
+                    owners.append(f)
+                pn = md.get(CM_PHYSICAL_NAME)
+                if type(pn) is not str or not pn:
+                    if not isinstance(pn, str) or not pn:
+                        pn = f.name
+                        complete = False
+                f.metadata = md
+                f.column_id = cid
+                f.physical_name = pn
+            else:
+                f.metadata = no_md
+                f.column_id = None
+                f.physical_name = f.name
+                complete = False
+        self.metadata_keys = keys
+        self.complete = complete
+        self.column_ids = ids
+        self.nested_id_owners = owners
 
 
 def parse_schema(raw: Any) -> Schema:
@@ -204,6 +258,9 @@ def parse_schema(raw: Any) -> Schema:
     shared = _SHARED_PRIMITIVES
     add_field = fields_out.append
     add_cat = cats.add
+    no_md = NO_METADATA  # until reread_metadata below reads each field's
+    field_structs: list[StructType] = []
+    slot_structs: list[StructType] = []
 
     def struct_fields(struct: Mapping[str, Any], parent_path: str, parent: Field | None) -> list[Field]:
         fs = struct.get("fields")
@@ -229,11 +286,11 @@ def parse_schema(raw: Any) -> Schema:
             leaf = shared.get(t) if type(t) is str else None
             if leaf is not None:  # a primitive seen before: its shared node, no call per field
                 add_cat(leaf.category)
-                node = Field(f, name, path, leaf, parent, len(fields_out))
+                node = Field(f, name, path, leaf, parent, len(fields_out), no_md, None, name)
                 add_field(node)
                 add(node)
                 continue
-            node = Field(f, name, path, _PENDING, parent, len(fields_out))
+            node = Field(f, name, path, _PENDING, parent, len(fields_out), no_md, None, name)
             add_field(node)
             add(node)
             node.type = type_of(t, path, node, "")
@@ -252,7 +309,10 @@ def parse_schema(raw: Any) -> Schema:
             return PrimitiveType(t, "unknown")
         add_cat(cat)
         if cat == "struct":
-            return StructType(t, struct_fields(t, path, owner))
+            st = StructType(t, [])
+            (slot_structs if steps else field_structs).append(st)  # in pre-order, as fields and slots
+            st.fields = struct_fields(t, path, owner)
+            return st
         if cat == "array":
             return ArrayType(t, slot(ELEMENT, t.get("elementType"), path, owner, steps))
         if cat == "map":
@@ -272,6 +332,8 @@ def parse_schema(raw: Any) -> Schema:
 
     if type(raw) is dict or isinstance(raw, Mapping):
         schema.struct.fields = struct_fields(raw, "", None)
+    schema.structs = [schema.struct, *field_structs, *slot_structs]
+    schema.reread_metadata()
     return schema
 
 

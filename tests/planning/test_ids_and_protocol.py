@@ -25,7 +25,7 @@ def test_scan_collects_fields_ids_categories_and_keys() -> None:
         field("a", array("long"), mapped(4) | {CM_NESTED_IDS: {"col-4.element": 9}}), field("b.c", "variant")
     )
     sc = scan(s)
-    assert [p for _, p in sc.fields] == ["a", "`b.c`"]
+    assert [f.path for f in sc.fields] == ["a", "`b.c`"]
     assert sc.max_id == 9 == max_assigned_id(s)
     assert {"array", "long", "variant"} <= sc.categories
     assert {CM_ID, CM_PHYSICAL_NAME, CM_NESTED_IDS} <= sc.metadata_keys

@@ -59,11 +59,17 @@ def test_irregular_struct_is_named_not_raised() -> None:
     assert schema.irregular == "s" and [f.path for f in schema.fields] == ["s"]
 
 
-def test_metadata_is_read_live_from_the_json() -> None:
+def test_metadata_is_read_at_parse_and_again_when_asked() -> None:
     raw = _sample()
     schema = parse_schema(raw)
+    assert schema.complete and "delta.columnMapping.id" in schema.metadata_keys
     raw["fields"][0]["metadata"]["delta.columnMapping.physicalName"] = "renamed"
+    del raw["fields"][1]["metadata"]
+    assert schema.slots[0].key == "col-1.element"  # what the parse read
+    schema.reread_metadata()
     assert schema.slots[0].key == "renamed.element"
+    assert schema.fields[2].column_id is None and schema.fields[2].physical_name == "m"
+    assert not schema.complete
 
 
 class _Leaves(SchemaVisitor[list[str]]):
@@ -160,3 +166,16 @@ def test_metadata_schema_is_parsed_once() -> None:
     md = Metadata(schema_string='{"type":"struct","fields":[]}')
     assert md.schema is md.schema
     assert md.schema_model is md.schema_model
+
+
+def test_parse_lists_structs_ids_and_nested_id_owners_in_schema_order() -> None:
+    raw = struct(
+        field("m", map_(struct(field("k", "long", mapped(4))), "long"), mapped(1) | {CM_NESTED_IDS: {}}),
+        field("s", struct(field("a", array(struct(field("x", "long"))), mapped(3))), mapped(2, "p2")),
+    )
+    schema = parse_schema(raw)
+    assert schema.structs[0] is schema.struct
+    assert [st.fields[0].path for st in schema.structs[1:]] == ["s.a", "m.key.k", "s.a.element.x"]
+    assert schema.column_ids == [1, 4, 2, 3]  # field order; x has none
+    assert [f.path for f in schema.nested_id_owners] == ["m"]
+    assert not schema.complete
