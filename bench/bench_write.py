@@ -191,10 +191,10 @@ def measure(
                 layout = "partitioned" if partitioned else "unpartitioned"
                 first = 0 if warmup and rows <= WARMUP_UP_TO_ROWS else 1
                 for round_ in range(first, runs + 1):
-                    warmup = round_ == 0
+                    untimed = round_ == 0
                     say(
                         f"write: {rows:,} rows {layout}, "
-                        + ("warm-up round" if warmup else f"run {round_}/{runs}")
+                        + ("warm-up round" if untimed else f"run {round_}/{runs}")
                     )
                     for index, (arm, fn) in enumerate(work.items()):
                         path = base / f"t{rows}_{int(partitioned)}_{round_}_{index}"
@@ -202,7 +202,7 @@ def measure(
                         fn(path)
                         elapsed = time.perf_counter() - t0
                         cell.files[arm].add(files_added(path))
-                        if not warmup:
+                        if not untimed:
                             cell.samples[arm].append(elapsed)
                         shutil.rmtree(path)
                 assert cell.equal_files, f"arms wrote different file counts: {cell.files}"
