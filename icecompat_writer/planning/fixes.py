@@ -11,12 +11,13 @@ repairs depend on earlier ones (nested-id keys use physical names; maxColumnId f
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from icecompat_writer.model import Metadata, Protocol, TableStateLike
 from icecompat_writer.planning import ids as idplan
+from icecompat_writer.planning.changes import Changed
 from icecompat_writer.rules import features as feat
 from icecompat_writer.rules.context import CM_MODE_KEY, MAX_COLUMN_ID_KEY, column_mapping_mode
 from icecompat_writer.rules.model import Rule
@@ -24,50 +25,11 @@ from icecompat_writer.rules.profiles import Profile
 from icecompat_writer.rules.schema import MalformedSchemaError, SchemaIndex, index_schema_string
 from icecompat_writer.schema import Field
 
-__all__ = ["FIXERS", "Change", "Fixer", "PlanState", "why"]
-
-
-@dataclass(frozen=True, slots=True)
-class Change:
-    """One thing the planner changed: ``what`` (at column ``path``, ``""`` for the table), the ``rule``
-    that required it, and ``why`` (the rule's automatic-fix description)."""
-
-    rule: str
-    path: str
-    what: str
-    why: str
-
-    def render(self) -> str:
-        where = f"column `{self.path}`" if self.path else "table"
-        return f"{self.rule} at {where}: {self.what}"
+__all__ = ["FIXERS", "Fixer", "PlanState", "why"]
 
 
 def why(rule: Rule) -> str:
     return rule.autofix or rule.checks
-
-
-_new = object.__new__
-_slots = vars(Change)  # the slot descriptors
-_set_rule, _set_path, _set_what, _set_why = (_slots[n].__set__ for n in ("rule", "path", "what", "why"))
-
-
-def _changes(rule_id: str, reason: str, changed: list[tuple[str, str]]) -> list[Change]:
-    """``Change(rule_id, path, what, reason)`` for each pair, made without the frozen ``__init__``.
-
-    A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``; a plan of 10,000
-    leaves records ~12,000 changes, and setting the slots directly takes a third of the time. The
-    objects are the same (equal, hashable, immutable through the usual attribute syntax).
-    """
-    out: list[Change] = []
-    add = out.append
-    for path, what in changed:
-        c = _new(Change)
-        _set_rule(c, rule_id)
-        _set_path(c, path)
-        _set_what(c, what)
-        _set_why(c, reason)
-        add(c)
-    return out
 
 
 class PlanState:
@@ -98,7 +60,8 @@ class PlanState:
         self.config_changed = False
         self.add_features: dict[str, str] = {}
         self.min_writer: dict[int, str] = {}
-        self.changes: list[Change] = []
+        # every change, one batch per rule that changed something: (rule id, reason, paths, descriptions)
+        self.batches: list[tuple[str, str, Sequence[str], Sequence[str]]] = []
         # id() of new field dict -> the previous field it is (set by the physical-names-stable fixer)
         self.matches: dict[int, Mapping[str, Any]] = {}
         self._ids: idplan.IdCounter | None = None
@@ -135,10 +98,10 @@ class PlanState:
 
     # -- recording --------------------------------------------------------------------------------
 
-    def log(self, rule: Rule, changed: list[tuple[str, str]]) -> None:
+    def log(self, rule: Rule, changed: Changed) -> None:
         if changed:
             self.schema_changed = True
-            self.changes.extend(_changes(rule.id, why(rule), changed))
+            self.batches.append((rule.id, why(rule), changed.paths, changed.whats))
 
     def set_config(self, rule: Rule, key: str, value: str) -> None:
         before = self.config.get(key)
@@ -147,7 +110,7 @@ class PlanState:
         self.config[key] = value
         self.config_changed = True
         what = f"set {key}={value}" + ("" if before is None else f" (was {before})")
-        self.changes.append(Change(rule.id, "", what, why(rule)))
+        self.batches.append((rule.id, why(rule), ("",), (what,)))
 
     def require_feature(self, rule: Rule, feature: str) -> None:
         """Ask for ``feature`` in the protocol unless it is already supported (listed or implied)."""

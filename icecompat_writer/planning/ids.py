@@ -1,11 +1,11 @@
 """Column-mapping ids, physical names and nested ids, assigned the way Delta stores them.
 
 All functions work in place on a freshly parsed, mutable schema (the planner's private copy) and
-return what they changed as ``(path, description)`` pairs. The order is Delta Kernel's: first every
-struct field in pre-order (a field, then what is inside it, then its next sibling), then every nested
-element/key/value in pre-order, each new id one above the largest id seen so far. Ids that exist are
-never touched: a column keeps its id and physical name for life (PROTOCOL.md "Column Mapping"), because
-data files already written refer to them.
+return what they changed as ``(path, description)`` pairs (a :class:`Changed`). The order is Delta
+Kernel's: first every struct field in pre-order (a field, then what is inside it, then its next
+sibling), then every nested element/key/value in pre-order, each new id one above the largest id seen
+so far. Ids that exist are never touched: a column keeps its id and physical name for life
+(PROTOCOL.md "Column Mapping"), because data files already written refer to them.
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from icecompat_writer.planning.changes import Changed
 from icecompat_writer.rules.schema import SchemaIndex, column_id, id_filler, index_model, matched_fields
 from icecompat_writer.schema import CM_ID, CM_NESTED_IDS, CM_PHYSICAL_NAME, Field, Schema, is_id, parse_schema
 
 __all__ = [
+    "Changed",
     "IdCounter",
     "Scan",
     "assign_column_ids",
@@ -28,9 +30,6 @@ __all__ = [
     "rename_physical",
     "scan",
 ]
-
-Changed = list[tuple[str, str]]
-
 
 class IdCounter:
     """Hands out ids above the largest one in use (``delta.columnMapping.maxColumnId`` semantics)."""
@@ -130,7 +129,7 @@ def copy_previous_mapping(
     the physical name (ids are then new). Returns the changes and, keyed by ``id()`` of each new field
     dict, the previous field it matched (the nested-id pass reuses the matching).
     """
-    changed: Changed = []
+    changed = Changed()
     matches: dict[int, Mapping[str, Any]] = {}
     for new, old, path in matched_fields(schema, previous):
         matches[id(new)] = old
@@ -158,7 +157,7 @@ def copy_previous_mapping(
             _metadata(new)[CM_PHYSICAL_NAME] = old_name  # type: ignore[arg-type]
             parts.append(f"physical name {old_name} (the name its data files use)")
         if parts:
-            changed.append((path, "kept the existing column's " + " and ".join(parts)))
+            changed.add(path, "kept the existing column's " + " and ".join(parts))
     return changed, matches
 
 
@@ -177,8 +176,8 @@ def assign_column_ids(
     them (:attr:`Scan.generated` of a schema nothing renamed since); ``kept``, when given, receives
     every field whose physical name is not one this call made ``col-<its id>``.
     """
-    changed: Changed = []
-    add = changed.append
+    changed = Changed()
+    add_path, add_what = changed.paths.append, changed.whats.append
     keep = kept.append if kept is not None else None
     id_is, then_name = CM_ID + "=", ", " + CM_PHYSICAL_NAME + "=col-"  # one f-string: half of "+" chains
     top = ids.max  # handed out locally (one attribute write at the end instead of a call per field)
@@ -196,14 +195,16 @@ def assign_column_ids(
             if cid is not None and _is_id(cid):
                 if not has_pn:
                     pn = md[CM_PHYSICAL_NAME] = "col-" + str(cid)
-                    add((field.path, CM_PHYSICAL_NAME + "=" + pn))
+                    add_path(field.path)
+                    add_what(CM_PHYSICAL_NAME + "=" + pn)
                 elif keep is not None:
                     keep(field)
                 continue
             if has_pn:
                 top += 1
                 md[CM_ID] = top
-                add((field.path, f"{CM_ID}={top}"))
+                add_path(field.path)
+                add_what(f"{CM_ID}={top}")
                 if keep is not None:
                     keep(field)
                 continue
@@ -215,7 +216,8 @@ def assign_column_ids(
                 text = str(top)
         md[CM_ID] = top
         md[CM_PHYSICAL_NAME] = f"col-{text}"
-        add((field.path, f"{id_is}{text}{then_name}{text}"))
+        add_path(field.path)
+        add_what(f"{id_is}{text}{then_name}{text}")
     ids.max = top
     return changed
 
@@ -236,7 +238,7 @@ def rename_physical(fields: Fields, template: str, keep: Callable[[dict[str, Any
 
     Only columns that have no data yet may be renamed physically; ``keep`` says which ones do.
     """
-    changed: Changed = []
+    changed = Changed()
     fill = id_filler(template)
     for field in fields:
         f = field.raw
@@ -249,7 +251,7 @@ def rename_physical(fields: Fields, template: str, keep: Callable[[dict[str, Any
         want = fill(cid)
         if md.get(CM_PHYSICAL_NAME) != want:
             md[CM_PHYSICAL_NAME] = want
-            changed.append((field.path, f"{CM_PHYSICAL_NAME}={want}"))
+            changed.add(field.path, f"{CM_PHYSICAL_NAME}={want}")
     return changed
 
 
@@ -261,7 +263,7 @@ def assign_nested_ids(shape: Scan, ids: IdCounter, matches: Mapping[int, Mapping
     gets back the nested id it had under the same key. ``shape`` is the scan of the schema; its slots
     are in pre-order, which is the order new ids are handed out in.
     """
-    changed: Changed = []
+    changed = Changed()
     for slot in shape.model.slots:
         owner = slot.owner
         f, field_path, slot_path = owner.raw, owner.path, slot.path
@@ -269,12 +271,17 @@ def assign_nested_ids(shape: Scan, ids: IdCounter, matches: Mapping[int, Mapping
         pn = md.get(CM_PHYSICAL_NAME) if type(md) is dict or isinstance(md, Mapping) else None
         key = (pn if isinstance(pn, str) and pn else owner.name) + slot.steps
         nested = md.get(CM_NESTED_IDS) if isinstance(md, dict) else None
-        if (type(nested) is dict or isinstance(nested, Mapping)) and _is_id(nested.get(key)):
-            continue
+        if nested is not None and (type(nested) is dict or isinstance(nested, Mapping)):
+            if _is_id(nested.get(key)):
+                continue
         old = matches.get(id(f))
-        old_md = old.get("metadata") if old is not None else None
-        old_ids = old_md.get(CM_NESTED_IDS) if (type(old_md) is dict or isinstance(old_md, Mapping)) else None
-        reuse = old_ids.get(key) if (type(old_ids) is dict or isinstance(old_ids, Mapping)) else None
+        reuse = None
+        if old is not None:  # a column the previous table had: its nested id under the same key
+            old_md = old.get("metadata")
+            if type(old_md) is dict or isinstance(old_md, Mapping):
+                old_ids = old_md.get(CM_NESTED_IDS)
+                if type(old_ids) is dict or isinstance(old_ids, Mapping):
+                    reuse = old_ids.get(key)
         value = reuse if _is_id(reuse) else ids.next()
         md = _metadata(f)
         if not isinstance(nested, dict):
@@ -282,5 +289,5 @@ def assign_nested_ids(shape: Scan, ids: IdCounter, matches: Mapping[int, Mapping
             md[CM_NESTED_IDS] = nested
         nested[key] = value
         how = "kept the existing nested id" if value is reuse else "assigned nested id"
-        changed.append((slot_path, f"{how} {value} under {key!r} on `{field_path}`"))
+        changed.add(slot_path, f"{how} {value} under {key!r} on `{field_path}`")
     return changed

@@ -10,13 +10,15 @@ and a no-op write never commits a metadata change.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from icecompat_writer.errors import CompatViolation
 from icecompat_writer.model import Metadata, Protocol, TableStateLike
 from icecompat_writer.perf import gc_paused
-from icecompat_writer.planning.fixes import FIXERS, Change, FixerEntry, PlanState, why
+from icecompat_writer.planning.changes import Change, ChangeLog
+from icecompat_writer.planning.fixes import FIXERS, FixerEntry, PlanState, why
 from icecompat_writer.planning.ids import index_scanned
 from icecompat_writer.planning.protocol import build_protocol
 from icecompat_writer.rules.catalog import RULES_BY_ID
@@ -42,7 +44,7 @@ class Plan:
     profile: str
     protocol: Protocol
     metadata: Metadata
-    changes: tuple[Change, ...]
+    changes: Sequence[Change]
 
     @property
     def changed(self) -> bool:
@@ -107,6 +109,6 @@ def _plan(
             problems, f"(planning profile {prof.name}; these cannot be fixed automatically)"
         )
 
-    changes = state.changes
-    changes.extend(Change(c.rule, "", c.what, why(RULES_BY_ID[c.rule])) for c in proto_changes)
-    return Plan(prof.name, protocol, metadata, tuple(changes))
+    batches = state.batches
+    batches.extend((c.rule, why(RULES_BY_ID[c.rule]), ("",), (c.what,)) for c in proto_changes)
+    return Plan(prof.name, protocol, metadata, ChangeLog(batches))

@@ -265,7 +265,7 @@ class SchemaIndex:
                     out = [f.column_id for f in self.fields if f.column_id is not None]
                 for f in self.fields_with_key(CM_NESTED_IDS):
                     ids = f.metadata.get(CM_NESTED_IDS)
-                    if isinstance(ids, Mapping):
+                    if type(ids) is dict or isinstance(ids, Mapping):
                         out.extend(v for v in ids.values() if isinstance(v, int) and not isinstance(v, bool))
                 self._id_values = out
         return self._id_values

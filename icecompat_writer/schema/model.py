@@ -8,6 +8,14 @@ read once, when the field is parsed, so that the rules' index can use the parsed
 copy, never the shape, and calls :meth:`Schema.reread_metadata` when it is done: one parse serves a
 whole plan.
 
+The links up the tree (a field's ``parent``, a slot's ``owner``) are weak references: with the links
+down (a struct's fields, an array's element) they would make every parsed schema a reference cycle,
+which only the cyclic collector frees. A schema of 10,000 leaves is ~30,000 such objects, and every
+schema the planner or the checker drops would wait for a collection of the older generations, paid by
+whatever runs next (~40 ms each here). Without cycles a schema is freed the moment it is dropped.
+Keep the :class:`Schema` while its fields are used: a field whose schema is gone cannot name its
+parent and says so (``ReferenceError``).
+
 Parsing never rejects anything: a damaged log can hold a struct whose ``fields`` is not a list or a
 type that is not a type, and each reader decides what that means (the rules refuse it, the planner
 walks what is there). Such a struct parses with no fields, a ``struct``, ``array`` or ``map`` written
@@ -20,6 +28,8 @@ import json
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
+from weakref import ReferenceType
+from weakref import ref as _ref
 
 from icecompat_writer.schema.keys import CM_ID, CM_NESTED_IDS, CM_PHYSICAL_NAME, is_id
 from icecompat_writer.schema.paths import ELEMENT, KEY, VALUE, child_path
@@ -105,7 +115,10 @@ class Field:
     when the field is parsed, and again by :meth:`Schema.reread_metadata`.
     """
 
-    __slots__ = ("column_id", "index", "metadata", "name", "parent", "path", "physical_name", "raw", "type")
+    __slots__ = (
+        "__weakref__", "_parent", "column_id", "index", "metadata", "name", "path", "physical_name", "raw",
+        "type",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -113,7 +126,7 @@ class Field:
         name: str,
         path: str,
         type_: DataType,
-        parent: Field | None,
+        parent: ReferenceType[Field] | None,
         index: int,
         metadata: Mapping[str, Any],
         column_id: int | None,
@@ -123,11 +136,16 @@ class Field:
         self.name = name
         self.path = path
         self.type = type_
-        self.parent = parent
+        self._parent = parent
         self.index = index  # position in Schema.fields
         self.metadata = metadata
         self.column_id = column_id
         self.physical_name = physical_name
+
+    @property
+    def parent(self) -> Field | None:
+        """The nearest ancestor struct field (None at the top level)."""
+        return None if self._parent is None else _alive(self._parent)
 
     @property
     def nullable(self) -> bool:
@@ -147,14 +165,21 @@ class Slot:
     ``key``, the owner's physical name followed by the steps.
     """
 
-    __slots__ = ("owner", "path", "step", "steps", "type")
+    __slots__ = ("_owner", "path", "step", "steps", "type")
 
-    def __init__(self, step: str, path: str, steps: str, owner: Field, type_: DataType) -> None:
+    def __init__(
+        self, step: str, path: str, steps: str, owner: ReferenceType[Field], type_: DataType
+    ) -> None:
         self.step = step
         self.path = path
         self.steps = steps
-        self.owner = owner
+        self._owner = owner
         self.type = type_
+
+    @property
+    def owner(self) -> Field:
+        """The nearest ancestor struct field, whose metadata holds this slot's nested id."""
+        return _alive(self._owner)
 
     @property
     def key(self) -> str:
@@ -204,9 +229,11 @@ class Schema:
     def top(self) -> list[Field]:
         return self.struct.fields
 
-    def reread_metadata(self) -> None:
+    def reread_metadata(self, *, fresh: bool = False) -> None:
         """Read every field's metadata (``parse_schema`` does; the planner again after changing it in
-        place), and the summaries of it this schema keeps."""
+        place), and the summaries of it this schema keeps. ``fresh``: the fields still hold what they
+        were made with (no metadata, no id, the logical name), so a field without metadata is left as
+        it is (most fields of a new table)."""
         keys: set[str] = set()
         add_keys = keys.update
         ids: list[int] = []
@@ -235,10 +262,11 @@ class Schema:
                 f.column_id = cid
                 f.physical_name = pn
             else:
-                f.metadata = no_md
-                f.column_id = None
-                f.physical_name = f.name
                 complete = False
+                if not fresh:
+                    f.metadata = no_md
+                    f.column_id = None
+                    f.physical_name = f.name
         self.metadata_keys = keys
         self.complete = complete
         self.column_ids = ids
@@ -252,26 +280,42 @@ def parse_schema(raw: Any) -> Schema:
     recursion limit; callers that read logs turn it into their own error.
     """
     schema = Schema(raw)
-    fields_out = schema.fields
-    slots_out = schema.slots
-    cats = schema.categories
-    shared = _SHARED_PRIMITIVES
-    add_field = fields_out.append
-    add_cat = cats.add
-    no_md = NO_METADATA  # until reread_metadata below reads each field's
-    field_structs: list[StructType] = []
-    slot_structs: list[StructType] = []
+    if type(raw) is dict or isinstance(raw, Mapping):
+        parser = _Parser(schema)
+        schema.struct.fields = parser.struct_fields(raw, "", None)
+        schema.structs = [schema.struct, *parser.field_structs, *parser.slot_structs]
+    schema.reread_metadata(fresh=True)
+    return schema
 
-    def struct_fields(struct: Mapping[str, Any], parent_path: str, parent: Field | None) -> list[Field]:
+
+class _Parser:
+    """One parse: the schema being filled and the structs met so far (a class rather than closures,
+    which would refer to each other and leave the schema in a reference cycle)."""
+
+    __slots__ = ("field_structs", "schema", "slot_structs")
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        self.field_structs: list[StructType] = []
+        self.slot_structs: list[StructType] = []
+
+    def struct_fields(self, struct: Mapping[str, Any], parent_path: str, parent: Field | None) -> list[Field]:
         fs = struct.get("fields")
+        schema = self.schema
         if type(fs) is not list:
             if not isinstance(fs, list):
                 if fs is not None and schema.irregular is None:
                     schema.irregular = parent_path
                 return []
+        fields_out = schema.fields
+        add_field = fields_out.append
+        add_cat = schema.categories.add
+        shared = _SHARED_PRIMITIVES
+        no_md = NO_METADATA  # until reread_metadata reads each field's
         out: list[Field] = []
         add = out.append
         prefix = parent_path + "." if parent_path else ""
+        up = None if parent is None else _ref(parent)  # one weak reference, shared by every child
         for f in fs:
             if type(f) is not dict and not isinstance(f, Mapping):
                 continue
@@ -286,55 +330,51 @@ def parse_schema(raw: Any) -> Schema:
             leaf = shared.get(t) if type(t) is str else None
             if leaf is not None:  # a primitive seen before: its shared node, no call per field
                 add_cat(leaf.category)
-                node = Field(f, name, path, leaf, parent, len(fields_out), no_md, None, name)
+                node = Field(f, name, path, leaf, up, len(fields_out), no_md, None, name)
                 add_field(node)
                 add(node)
                 continue
-            node = Field(f, name, path, _PENDING, parent, len(fields_out), no_md, None, name)
+            node = Field(f, name, path, _PENDING, up, len(fields_out), no_md, None, name)
             add_field(node)
             add(node)
-            node.type = type_of(t, path, node, "")
+            node.type = self.type_of(t, path, node, "")
         return out
 
-    def type_of(t: Any, path: str, owner: Field, steps: str) -> DataType:
+    def type_of(self, t: Any, path: str, owner: Field, steps: str) -> DataType:
+        schema = self.schema
         if type(t) is str:
-            leaf = shared.get(t)
+            leaf = _SHARED_PRIMITIVES.get(t)
             if leaf is not None:
-                add_cat(leaf.category)
+                schema.categories.add(leaf.category)
                 return leaf
         cat = type_category(t)
-        if cat in _NESTED and not isinstance(t, Mapping):  # "struct" as a bare name: no fields to read
+        if cat in _NESTED and type(t) is not dict and not isinstance(t, Mapping):  # "struct" as a bare name
             if schema.irregular is None:
                 schema.irregular = path
             return PrimitiveType(t, "unknown")
-        add_cat(cat)
+        schema.categories.add(cat)
         if cat == "struct":
             st = StructType(t, [])
-            (slot_structs if steps else field_structs).append(st)  # in pre-order, as fields and slots
-            st.fields = struct_fields(t, path, owner)
+            # in pre-order, as fields and slots are
+            (self.slot_structs if steps else self.field_structs).append(st)
+            st.fields = self.struct_fields(t, path, owner)
             return st
         if cat == "array":
-            return ArrayType(t, slot(ELEMENT, t.get("elementType"), path, owner, steps))
+            return ArrayType(t, self.slot(ELEMENT, t.get("elementType"), path, owner, steps))
         if cat == "map":
-            k = slot(KEY, t.get("keyType"), path, owner, steps)
-            return MapType(t, k, slot(VALUE, t.get("valueType"), path, owner, steps))
+            k = self.slot(KEY, t.get("keyType"), path, owner, steps)
+            return MapType(t, k, self.slot(VALUE, t.get("valueType"), path, owner, steps))
         if type(t) is str:
             return _shared_primitive(t, cat)
         return PrimitiveType(t, cat)
 
-    def slot(step: str, t: Any, path: str, owner: Field, steps: str) -> Slot:
+    def slot(self, step: str, t: Any, path: str, owner: Field, steps: str) -> Slot:
         p = path + "." + step
         k = steps + "." + step
-        s = Slot(step, p, k, owner, _PENDING)
-        slots_out.append(s)
-        s.type = type_of(t, p, owner, k)
+        s = Slot(step, p, k, _ref(owner), _PENDING)  # weakref.ref hands out the owner's one reference
+        self.schema.slots.append(s)
+        s.type = self.type_of(t, p, owner, k)
         return s
-
-    if type(raw) is dict or isinstance(raw, Mapping):
-        schema.struct.fields = struct_fields(raw, "", None)
-    schema.structs = [schema.struct, *field_structs, *slot_structs]
-    schema.reread_metadata()
-    return schema
 
 
 # A primitive type written as a string is the same immutable node wherever it occurs (its ``raw`` is
@@ -358,3 +398,10 @@ def parse_schema_json(text: str) -> Schema:
 
 
 _PENDING = PrimitiveType(None, "unknown")  # a node's type while its children are being parsed
+
+
+def _alive(up: ReferenceType[Field]) -> Field:
+    node = up()
+    if node is None:
+        raise ReferenceError("the schema this node was parsed into is gone: keep the Schema while using it")
+    return node

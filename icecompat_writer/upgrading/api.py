@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,7 +59,7 @@ class UpgradeResult:
     needed: bool
     new_table_state: bool = False
     reasons: tuple[Violation, ...] = ()
-    changes: tuple[Change, ...] = ()
+    changes: Sequence[Change] = ()
     properties: tuple[tuple[str, str], ...] = ()
     rewritten: tuple[FileRewrite, ...] = ()
     recommitted: tuple[str, ...] = ()

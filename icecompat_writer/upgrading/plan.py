@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -113,7 +113,7 @@ class UpgradePlan:
     files_total: int
 
     @property
-    def changes(self) -> tuple[Change, ...]:
+    def changes(self) -> Sequence[Change]:
         return self.planned.changes
 
     @property

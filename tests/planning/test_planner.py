@@ -3,6 +3,7 @@ unfixable problem."""
 
 from __future__ import annotations
 
+import gc
 import json
 from dataclasses import replace
 
@@ -11,7 +12,7 @@ import pytest
 from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
 from icecompat_writer.errors import CompatViolation
 from icecompat_writer.planning import Change, Plan, UnknownProfileError, plan, validate
-from icecompat_writer.rules.schema import CM_ID, CM_NESTED_IDS, CM_PHYSICAL_NAME
+from icecompat_writer.rules.schema import CM_ID, CM_NESTED_IDS, CM_PHYSICAL_NAME, clear_index_cache
 from tests.rules.builders import (
     BASE_SCHEMA,
     PROFILES,
@@ -359,3 +360,27 @@ def test_a_new_column_never_takes_the_physical_name_an_existing_column_has() -> 
     out = schema_of(plan("v3", new, None, prev).metadata)
     assert [meta(out, n)[CM_PHYSICAL_NAME] for n in ("id", "col-3", "c")] == ["id", "col-3", "col-4"]
     assert meta(out, "c")[CM_ID] == 4
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_planning_leaves_no_cyclic_garbage(profile: str) -> None:
+    """Everything a plan, its validation and the index cache made is freed by reference counting once
+    dropped: nothing waits for the cyclic collector's old generations (a full collection of a driver's
+    heap, paid by whatever runs next)."""
+    schema = struct(
+        field("s", struct(field("a", "long"), field("arr", array(struct(field("x", "string")))))),
+        field("m", map_(struct(field("k", "long")), array("long"))),
+    )
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):
+            p = plan(profile, metadata(schema))
+            assert p.changes and validate(profile, p.metadata, p.protocol) == []
+            again = plan(profile, p.metadata, p.protocol, previous=state(p))
+            assert not again.changes
+            del p, again
+            clear_index_cache()
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
