@@ -119,6 +119,10 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
             # It changes how the replay is split, never its result, nor any checkpoint (whose part
             # count comes from checkpoint.partSize).
             "spark.databricks.delta.snapshotPartitions": "2",
+            # Spark's 1 GB default heap filled to about 90% by the end of the run: Delta keeps a
+            # snapshot cache entry per table read (hundreds of tables), so the last modules ran with
+            # the collector working on an almost full heap.
+            "spark.driver.memory": "2g",
             "spark.jars": ",".join(str(p) for p in s3a_test_jars()),
         },
     )
