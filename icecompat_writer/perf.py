@@ -4,9 +4,9 @@ Parsing and indexing a 10,000-leaf schema allocates a few hundred thousand small
 form reference cycles (JSON dicts and lists, schema nodes whose links up the tree are weak), so the
 cyclic collector cannot free anything, yet the allocation count alone triggers repeated full
 collections that scan every object in the process: measured, that doubles the time of ``validate`` and
-``plan``. Pausing
-it for the duration of one call and resuming right after changes no behaviour (anything cyclic made
-meanwhile, by any thread, is collected at the next collection) and halves the time.
+``plan``. Pausing it for the duration of one call and resuming right after changes no behaviour
+(anything cyclic made meanwhile, by any thread, is collected at the next collection) and halves the
+time.
 """
 
 from __future__ import annotations

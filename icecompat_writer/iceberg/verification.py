@@ -34,7 +34,6 @@ the full check.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -69,10 +68,6 @@ __all__ = [
 PROP_VERIFIED_VERSION = "icecompat.verified-version"
 PROP_VERIFIED_RULES = "icecompat.verified-rules"
 PROP_VERIFIED_FILES = "icecompat.verified-files"
-LOCAL_READERS = min(os.cpu_count() or 1, 4)
-"""Threads reading local footers (see :func:`_check`)."""
-LOCAL_SERIAL_MAX = 32
-"""Up to this many local footers are read in the calling thread, without a pool (see :func:`_check`)."""
 
 
 @dataclass(frozen=True)
@@ -163,21 +158,14 @@ def _check(
             outside.append(outside_violation(add.path, reason))
         else:
             inside.add(add.path)
-    # Footers are read in a bounded pool, in order. On an object store the pool hides request latency;
-    # a local footer is a few page-cache reads and mostly Python decoding under the GIL, where 16
-    # threads measured twice as slow as one, so local reads use as many threads as there are cores,
-    # and none for the few footers of a small commit (about 1 ms each): in a process that had just
-    # converted 100,000 files, starting the pool's two threads took 1.6 s of a 1.8 s sync.
-    if io.is_remote(root):
-        workers = storage.MAX_PARALLEL_READS
-    else:
-        workers = LOCAL_READERS if len(adds) > LOCAL_SERIAL_MAX else 1
+    # Footers are read in order, in a pool sized by storage.footer_readers (none for a small local
+    # commit's few footers, the cores for many local ones, 16 on an object store).
     facts.extend(
         counted_from_footer(fact, lost)
         for fact in storage.map_bounded(
             lambda pair: file_facts(root, pair[0], read_footer=pair[1] is None, io=io),
             list(zip(adds, reasons, strict=True)),
-            workers=workers,
+            workers=storage.footer_readers(io, root, len(adds)),
         )
     )
     read = sum(1 for r in reasons if r is None)

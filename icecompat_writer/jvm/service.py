@@ -242,8 +242,14 @@ def _files_below(
     adds = list(snapshot.add_files)
     if not adds:
         return []
-    # one footer at a time locally; an object store's reads overlap (latency-bound)
-    facts = list(storage.map_bounded(lambda add: file_facts(root, add, io=io), adds))
+    # an object store's reads overlap (latency-bound); local footers use few threads or none
+    facts = list(
+        storage.map_bounded(
+            lambda add: file_facts(root, add, io=io),
+            adds,
+            storage.footer_readers(io, table_root_path(root), len(adds)),
+        )
+    )
     found = validate(profile, planned.metadata, planned.protocol, previous, files=facts, scopes=[Scope.FILE])
     hint = (
         "this change declares the profile without rewriting a file: run `icecompat upgrade` on the table "

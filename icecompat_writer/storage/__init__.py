@@ -25,12 +25,15 @@ from .filesystems import clear_cache, filesystem, filesystem_kwargs, options_for
 from .local import NotRegularFileError, check_regular_file, file_kind, open_regular_file
 from .ops import (
     DEFAULT_IO,
+    LOCAL_READERS,
+    LOCAL_SERIAL_MAX,
     MAX_PARALLEL_READS,
     FileEntry,
     create_if_absent,
     delete_files,
     exists,
     file_size,
+    footer_readers,
     list_files,
     list_tree,
     make_directory,
@@ -63,6 +66,8 @@ from .uri import (
 __all__ = [
     "DEFAULT_IO",
     "FAMILIES",
+    "LOCAL_READERS",
+    "LOCAL_SERIAL_MAX",
     "MAX_PARALLEL_READS",
     "SETTINGS",
     "FileEntry",
@@ -84,6 +89,7 @@ __all__ = [
     "file_size",
     "filesystem",
     "filesystem_kwargs",
+    "footer_readers",
     "iceberg_uri",
     "is_local",
     "is_under",
