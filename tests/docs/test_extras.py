@@ -158,7 +158,8 @@ def test_catalog_imports_come_with_the_catalog_extras() -> None:
     extras = _extras()
     catalog = frozenset(canonicalize_name(r.name) for r in extras["iceberg-catalog"])
     glue = frozenset(canonicalize_name(r.name) for r in extras["glue"])
-    imports = _optional_imports(PACKAGE / "iceberg" / "catalogs.py", ("pyiceberg", "sqlalchemy", "hive_metastore"))
+    roots = ("pyiceberg", "sqlalchemy", "hive_metastore")
+    imports = _optional_imports(PACKAGE / "iceberg" / "catalogs.py", roots)
     assert {"pyiceberg.catalog", "sqlalchemy", "hive_metastore.ttypes"} <= imports
     for module in sorted(imports):
         dist = _distribution_of(module)
@@ -168,8 +169,10 @@ def test_catalog_imports_come_with_the_catalog_extras() -> None:
         out = set()
         for text in md.requires("pyiceberg") or []:
             req = Requirement(text)
-            if req.marker is not None and req.marker.evaluate({"extra": name}) and not req.marker.evaluate(
-                {"extra": ""}
+            if (
+                req.marker is not None
+                and req.marker.evaluate({"extra": name})
+                and not req.marker.evaluate({"extra": ""})
             ):
                 out.add(canonicalize_name(req.name))
         return out
