@@ -70,6 +70,11 @@ def _closure(names: frozenset[str]) -> frozenset[str]:
     return frozenset(seen)
 
 
+@cache
+def _top_level_distributions() -> dict[str, list[str]]:
+    return dict(md.packages_distributions())
+
+
 def _distribution_of(module: str) -> str | None:
     """The installed distribution whose files hold ``module``; None when it is not installed."""
     try:
@@ -82,12 +87,14 @@ def _distribution_of(module: str) -> str | None:
     if where is None:
         where = Path(next(iter(spec.submodule_search_locations or [])))
     where = where.resolve()
-    for dist_name in md.packages_distributions().get(module.split(".")[0], []):
+    for dist_name in _top_level_distributions().get(module.split(".")[0], []):
         dist = md.distribution(dist_name)
-        for f in dist.files or []:
-            located = Path(str(dist.locate_file(f))).resolve()
-            if located == where or where in located.parents:
-                return canonicalize_name(dist_name)
+        try:
+            rel = where.relative_to(Path(str(dist.locate_file(""))).resolve()).as_posix()
+        except ValueError:
+            continue
+        if any(str(f) == rel or str(f).startswith(rel + "/") for f in dist.files or []):
+            return canonicalize_name(dist_name)
     return None
 
 
