@@ -24,7 +24,7 @@ from icecompat_writer.rules.model import Scope
 from tests.support import unguarded_sql
 
 # The docs section that lists every difference the oracle tests assert.
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "profiles.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "profiles-spec.md"
 SECTION = "## Agreement with Delta Kernel and delta-spark"
 
 # The rules a table state can be judged on without data files or a previous version.
