@@ -39,6 +39,8 @@ _LAZY: dict[str, str] = {
     "compat": ".writing.wrappers",
     "check_table": ".checking.check",
     "guarded_syncs": ".jvm.bridge",
+    "pending_syncs": ".jvm.bridge",
+    "await_syncs": ".jvm.bridge",
     "upgrade_table": ".upgrading.api",
     "UpgradeResult": ".upgrading.api",
 }

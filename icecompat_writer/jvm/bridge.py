@@ -232,9 +232,50 @@ def guarded_syncs(spark: Any, *, drain: bool = True) -> list[dict[str, Any]]:
     """
     done = guard_iceberg_syncs(spark, drain=drain)
     for outcome in done:
+        if outcome.get("setting"):
+            warnings.warn(str(outcome["setting"]), IcebergSyncWarning, stacklevel=2)
         if outcome.get("error"):
             warnings.warn(str(outcome["error"]), IcebergSyncWarning, stacklevel=2)
     return done
+
+
+def pending_syncs(spark: Any) -> list[dict[str, Any]]:
+    """The guard's queued Iceberg syncs that have not finished (``spark.icecompat.iceberg.sync=async``):
+    one ``{"table", "versions"}`` per table, its committed Delta versions whose sync is still to run,
+    oldest first. Empty when every table of this driver is current (and always in ``commit`` mode,
+    where a write returns only after its sync)."""
+    guard = shim_class(spark, "guard.Guard")
+    return list(json.loads(call(guard.pendingSyncs)))
+
+
+def await_syncs(spark: Any, table: str | None = None, *, timeout: float = 300.0) -> list[dict[str, Any]]:
+    """Wait until the queued syncs of ``table`` (a table root, as written to; every table when None)
+    have run, then return :func:`guarded_syncs` (drained; failed syncs warn as there).
+
+    In ``async`` mode a write returns before its Iceberg sync: call this before reading the table as
+    Iceberg, or before the driver exits (queued syncs die with the JVM; the next sync then converts
+    every version after the last converted one). Raises :class:`TimeoutError` after ``timeout``
+    seconds with the syncs still queued.
+    """
+    guard = shim_class(spark, "guard.Guard")
+    millis = max(0, int(timeout * 1000))
+    if not call(lambda: guard.awaitSyncs(table or "", millis)):
+        left = [p for p in pending_syncs(spark) if table is None or _same_root(p["table"], table)]
+        raise TimeoutError(f"Iceberg syncs still queued after {timeout:g} s: {left}")
+    return guarded_syncs(spark, drain=True)
+
+
+def _same_root(a: str, b: str) -> bool:
+    """Whether two table roots are one (the guard names local tables ``file:/...``)."""
+
+    def norm(s: str) -> str:
+        s = s.rstrip("/")
+        for prefix in ("file://", "file:"):
+            if s.startswith(prefix):
+                return s[len(prefix) :] or "/"
+        return s
+
+    return norm(a) == norm(b)
 
 
 def writer_features_status(spark: SparkSession) -> dict[str, Any]:
@@ -345,6 +386,8 @@ def driver_session() -> SparkSession | None:
     if spark is None:
         spark = SparkSession._instantiatedSession
     return spark
+
+
 _GUARD_UNAVAILABLE = "io.icecompat.shim.guard.GuardUnavailableException"
 _hook_installed = False
 

@@ -45,10 +45,11 @@ Every answer names the ``profile`` that applied (null: none, the write is not a 
     answer, and the next sync converts every version after the last converted one.
 
     Cost per guarded commit: nothing for a table without the property (the flag rides on the
-    ``check_commit`` answer); for a synced table one more request, with the emitter's run in this
-    process. Requests are serialised, so a sync delays the next guarded commit check of the driver,
-    and two writers' syncs never interleave; a sync that finds the metadata already at (or past)
-    its version, e.g. because the previous writer's sync converted it, writes nothing.
+    ``check_commit`` answer); for a synced table one more request. The JVM sends ``sync`` requests
+    to processes of their own (``RuleService.forSync``: one table always to the same process), so a
+    sync never delays a guarded commit check, and two syncs of one table never interleave; a sync
+    that finds the metadata already at (or past) its version, e.g. because the previous writer's
+    sync converted it, writes nothing.
     Writes ``compat_write`` makes are trusted: the JVM neither checks nor syncs them, since
     ``compat_write`` syncs its own commits.
 

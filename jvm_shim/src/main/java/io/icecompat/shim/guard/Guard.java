@@ -52,6 +52,14 @@ public final class Guard {
   /** Session conf naming the pyiceberg catalog guarded syncs register tables in. */
   public static final String ICEBERG_CATALOG = "spark.icecompat.iceberg.catalog";
   private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(Guard.class);
+  /** Session conf: {@code commit} (default) or {@code async}, see {@link #syncMode}. */
+  public static final String SYNC_MODE = "spark.icecompat.iceberg.sync";
+  /** Session conf: how many rule service processes run Iceberg syncs beside the commit checks. */
+  public static final String SYNC_PROCESSES = "spark.icecompat.iceberg.syncProcesses";
+  static final int DEFAULT_SYNC_PROCESSES = 2;
+  private static final java.util.Map<Integer, java.util.concurrent.ExecutorService> SYNC_QUEUES =
+      new java.util.HashMap<>();
+  private static final java.util.Map<String, java.util.TreeSet<Long>> PENDING = new java.util.TreeMap<>();
   private static final int SYNCS_KEPT = 1000;
   private static final java.util.ArrayDeque<JsonNode> SYNCS = new java.util.ArrayDeque<>();
   private static final ThreadLocal<int[]> TRUSTED = ThreadLocal.withInitial(() -> new int[1]);
@@ -443,6 +451,10 @@ public final class Guard {
     outcome.put("table", table);
     outcome.put("version", version);
     long started = System.nanoTime();
+    ObjectNode req;
+    String python;
+    int processes;
+    boolean async;
     try {
       if (identifier == null && version == 0 && spark != null) {
         identifier = CommandIntent.createdTable(spark); // a CREATE: Delta's transaction has no catalog table yet
@@ -450,11 +462,56 @@ public final class Guard {
       if (identifier != null) {
         outcome.put("identifier", identifier);
       }
-      ObjectNode req = ServiceMessages.sync(
+      req = ServiceMessages.sync(
           table, version, spark == null ? "" : conf(spark, ICEBERG_CATALOG), wanted, identifier);
       // an object-store table is read and written by the service with the session's own settings
       StorageSettings.attach(req, commitFile.getParent().getParent(), hadoopConf);
-      JsonNode res = RuleService.get(python(spark)).call(req);
+      python = python(spark);
+    } catch (RuntimeException e) { // the commit file exists: nothing may turn it into a failed commit
+      outcome.put("error", "Delta version " + version + " of " + table + " committed; its Iceberg sync"
+          + " failed (" + e.getMessage() + "); the next sync catches up");
+      record(outcome, started);
+      return;
+    }
+    try {
+      processes = syncProcesses(spark);
+      async = "async".equals(syncMode(spark));
+    } catch (GuardUnavailableException e) { // a bad setting: this sync runs as in the default mode, said loudly
+      processes = DEFAULT_SYNC_PROCESSES;
+      async = false;
+      outcome.put("setting", e.getMessage());
+      LOG.warn(e.getMessage() + "; this sync ran before the write returned");
+    }
+    outcome.put("mode", async ? "async" : "commit");
+    if (!async) {
+      runSync(req, python, processes, table, version, outcome, started);
+      return;
+    }
+    pending(table, version, +1);
+    final ObjectNode request = req;
+    final String executable = python;
+    final int count = processes;
+    try {
+      syncExecutor(table, processes).execute(() -> {
+        try {
+          runSync(request, executable, count, table, version, outcome, started);
+        } finally {
+          pending(table, version, -1);
+        }
+      });
+    } catch (RuntimeException e) { // a rejected task: recorded as a failed sync, the next one catches up
+      pending(table, version, -1);
+      outcome.put("error", "Delta version " + version + " of " + table + " committed; its Iceberg sync"
+          + " could not be queued (" + e.getMessage() + "); the next sync catches up");
+      record(outcome, started);
+    }
+  }
+
+  /** Runs one sync in {@code table}'s sync process and records its outcome; never throws. */
+  private static void runSync(
+      ObjectNode req, String python, int processes, String table, long version, ObjectNode outcome, long started) {
+    try {
+      JsonNode res = RuleService.forSync(python, table, processes).call(req);
       outcome.set("converted_version", res.path("converted_version"));
       if (!res.path("ok").asBoolean(false)) {
         outcome.put("error", res.path("warning").asText("the Iceberg sync failed"));
@@ -463,6 +520,10 @@ public final class Guard {
       outcome.put("error", "Delta version " + version + " of " + table + " committed; its Iceberg sync"
           + " failed (" + e.getMessage() + "); the next sync catches up");
     }
+    record(outcome, started);
+  }
+
+  private static void record(ObjectNode outcome, long started) {
     outcome.put("millis", (System.nanoTime() - started) / 1_000_000.0);
     if (outcome.has("error")) {
       LOG.warn(outcome.get("error").asText());
@@ -472,6 +533,121 @@ public final class Guard {
       while (SYNCS.size() > SYNCS_KEPT) {
         SYNCS.removeFirst();
       }
+    }
+  }
+
+  /**
+   * The session's {@value #SYNC_MODE}: {@code commit} (the default: the write returns once its
+   * Iceberg sync ran) or {@code async} (the sync is queued and the write returns at once). Any other
+   * value throws {@link GuardUnavailableException} naming the setting and the fix; the sync then runs
+   * in the default mode, and its outcome carries the message ({@code setting}).
+   */
+  static String syncMode(SparkSession spark) {
+    String mode = spark == null ? "" : lower(conf(spark, SYNC_MODE));
+    if (mode.isEmpty() || mode.equals("commit")) {
+      return "commit";
+    }
+    if (mode.equals("async")) {
+      return "async";
+    }
+    throw new GuardUnavailableException(
+        SYNC_MODE + " is '" + conf(spark, SYNC_MODE) + "': set it to 'commit' (sync before the write returns,"
+            + " the default) or 'async' (sync in the background, in order per table)");
+  }
+
+  /** The session's {@value #SYNC_PROCESSES} (default {@value #DEFAULT_SYNC_PROCESSES}), refused unless 1 to 64. */
+  static int syncProcesses(SparkSession spark) {
+    String text = spark == null ? "" : conf(spark, SYNC_PROCESSES);
+    if (text.isEmpty()) {
+      return DEFAULT_SYNC_PROCESSES;
+    }
+    try {
+      int n = Integer.parseInt(text);
+      if (n >= 1 && n <= 64) {
+        return n;
+      }
+    } catch (NumberFormatException e) {
+      // refused below
+    }
+    throw new GuardUnavailableException(
+        SYNC_PROCESSES + " is '" + text + "': set it to a whole number from 1 to 64");
+  }
+
+  /** One single-thread queue per sync process: a table's queued syncs run in commit order. */
+  private static java.util.concurrent.ExecutorService syncExecutor(String table, int processes) {
+    int slot = Math.floorMod(table.hashCode(), Math.max(1, processes));
+    synchronized (SYNC_QUEUES) {
+      return SYNC_QUEUES.computeIfAbsent(slot, s -> java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "icecompat-iceberg-sync-" + s);
+        t.setDaemon(true);
+        return t;
+      }));
+    }
+  }
+
+  /** Whether two table roots name the same table ({@code file:/x}, {@code file:///x} and {@code /x} do). */
+  static boolean sameTable(String a, String b) {
+    java.net.URI x = new Path(a).toUri().normalize();
+    java.net.URI y = new Path(b).toUri().normalize();
+    boolean localX = x.getScheme() == null || "file".equals(x.getScheme());
+    boolean localY = y.getScheme() == null || "file".equals(y.getScheme());
+    if (localX && localY) {
+      return stripSlash(x.getPath()).equals(stripSlash(y.getPath()));
+    }
+    return x.toString().replaceAll("/+$", "").equals(y.toString().replaceAll("/+$", ""));
+  }
+
+  private static String stripSlash(String p) {
+    return p.length() > 1 && p.endsWith("/") ? p.substring(0, p.length() - 1) : p;
+  }
+
+  private static void pending(String table, long version, int delta) {
+    synchronized (PENDING) {
+      java.util.TreeSet<Long> versions = PENDING.computeIfAbsent(table, t -> new java.util.TreeSet<>());
+      if (delta > 0) {
+        versions.add(version);
+      } else {
+        versions.remove(version);
+        if (versions.isEmpty()) {
+          PENDING.remove(table);
+        }
+      }
+      PENDING.notifyAll();
+    }
+  }
+
+  /**
+   * The queued syncs that have not finished ({@code async} mode), as a JSON array of {@code {"table",
+   * "versions"}}, the versions oldest first.
+   */
+  public static String pendingSyncs() throws IOException {
+    ArrayNode out = JSON.createArrayNode();
+    synchronized (PENDING) {
+      PENDING.forEach((table, versions) -> {
+        ObjectNode entry = out.addObject();
+        entry.put("table", table);
+        ArrayNode list = entry.putArray("versions");
+        versions.forEach(list::add);
+      });
+    }
+    return JSON.writeValueAsString(out);
+  }
+
+  /**
+   * Waits until no queued sync of {@code table} (a table root as the syncs name it; every table when
+   * empty) is left, at most {@code timeoutMillis}; whether none is left.
+   */
+  public static boolean awaitSyncs(String table, long timeoutMillis) throws InterruptedException {
+    long deadline = System.nanoTime() + timeoutMillis * 1_000_000L;
+    synchronized (PENDING) {
+      while (table.isEmpty() ? !PENDING.isEmpty() : PENDING.keySet().stream().anyMatch(t -> sameTable(t, table))) {
+        long left = (deadline - System.nanoTime()) / 1_000_000L;
+        if (left <= 0) {
+          return false;
+        }
+        PENDING.wait(left);
+      }
+      return true;
     }
   }
 

@@ -23,8 +23,11 @@ import java.util.Map;
  * and {@code icecompat check} use. The JVM never re-implements a rule; it sends table states as
  * the JSON the Delta log holds and gets back a plan or violations.
  *
- * <p>One process per driver JVM and Python executable, started on first use; requests are
- * serialised (one JSON line in, one JSON line out). A process that died is restarted once per
+ * <p>One process per driver JVM and Python executable for the commit checks, started on first use;
+ * requests to one process are serialised (one JSON line in, one JSON line out). Iceberg syncs go to
+ * processes of their own ({@link #forSync}): a sync of a large table never holds a commit check of
+ * the driver, syncs of one table run one after another in one process, and syncs of different
+ * tables may run side by side. A process that died is restarted once per
  * request; a process that cannot be started makes every guarded write fail, never pass unchecked.
  * Every process starts with the protocol handshake ({@link ServiceMessages#hello}): a service of
  * another protocol version is refused ({@link RuleServiceMismatchException}) before its first answer.
@@ -32,6 +35,7 @@ import java.util.Map;
 public final class RuleService {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static RuleService instance;
+  private static final java.util.Map<Integer, RuleService> SYNC_SERVICES = new java.util.HashMap<>();
 
   private final String python;
   private Process process;
@@ -51,6 +55,23 @@ public final class RuleService {
       instance = new RuleService(python);
     }
     return instance;
+  }
+
+  /**
+   * The sync process for {@code table}: one of {@code processes} processes of {@code python}, always
+   * the same one for the same table (its syncs stay in order), apart from the commit-check process.
+   */
+  public static synchronized RuleService forSync(String python, String table, int processes) {
+    int slot = Math.floorMod(table.hashCode(), Math.max(1, processes));
+    RuleService service = SYNC_SERVICES.get(slot);
+    if (service == null || !service.python.equals(python)) {
+      if (service != null) {
+        service.stop();
+      }
+      service = new RuleService(python);
+      SYNC_SERVICES.put(slot, service);
+    }
+    return service;
   }
 
   /** Sends one request and returns the response object; the request's "op" names the operation. */
@@ -164,7 +185,7 @@ public final class RuleService {
     }
   }
 
-  private void stop() {
+  private synchronized void stop() {
     if (process != null) {
       process.destroy();
       process = null;
