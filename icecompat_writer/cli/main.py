@@ -1,7 +1,11 @@
-"""``icecompat``: the command line entry point.
+"""``icecompat``: the command line entry point (reference: docs/cli.md).
 
 Exit codes follow one convention for every subcommand: 0 success / compliant, 1 violations found (for
-``upgrade``: refused), 2 usage or read errors.
+``upgrade`` and ``iceberg``: refused; for ``doctor``: something missing), 2 usage or read errors. Every
+flag a subcommand accepts has an effect, or the command stops with a usage error naming it. stdout
+carries only the result (only JSON with ``--json``); notes, progress and errors go to stderr, as much
+as ``-v`` / ``-q`` ask (:mod:`.console`). ``--conf`` / ``--properties-file`` are read once here and
+handed down for the run (:mod:`.settings`).
 """
 
 from __future__ import annotations
@@ -577,6 +581,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _starts_spark(args: argparse.Namespace) -> bool:
+    """Whether the command may start a Spark session (which gets every setting of the command line)."""
+    if args.command == "doctor":
+        return not args.no_spark
+    if getattr(args, "database", None) is not None:
+        return True
+    return args.command == "upgrade" and not args.dry_run
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse, then run the subcommand with the command line's settings and verbosity in force."""
     parser = build_parser()
@@ -591,6 +604,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.settings:
         keys = ", ".join(sorted(args.settings))
         note(args, f"settings from the command line (values not shown): {keys}")
+        unused = sorted(k for k in args.settings if not k.startswith(settings.HADOOP_PREFIX))
+        if unused and not _starts_spark(args):
+            note(
+                args,
+                f"this run starts no Spark session: only the spark.hadoop.* settings apply; unused: "
+                f"{', '.join(unused)}",
+                level=0,
+            )
     logging_state = configure_logging(args)
     began = time.perf_counter()
     try:
