@@ -8,8 +8,9 @@ the catalog failed, or another run committed first.
 
 The catalog identifier is found by :func:`resolve_identifier`, the one rule every run uses (one table
 here, a whole database in :mod:`icecompat_writer.fleet`): ``--identifier`` when given, else the table
-property ``icecompat.iceberg.identifier``, else the table's Spark catalog name when it has one; an
-``--identifier`` that contradicts the property is refused rather than registering a second entry.
+property ``icecompat.iceberg.identifier``, else the table's Spark catalog name when it has one. An
+``--identifier`` other than the property registers a second entry, which the syncs after each commit
+do not move forward (a note on stderr says so).
 
 ``--dry-run`` runs everything a conversion reads (the log, the existing metadata, the same
 verification of the data files the real run does) and says what it would write and what it would do
@@ -103,19 +104,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def resolve_identifier(
     configuration: Mapping[str, str], given: str | None = None, default: str | None = None
 ) -> str | None:
-    """The Iceberg identifier of a table: ``given`` (``--identifier``), else its
-    ``icecompat.iceberg.identifier`` property (the user chose it; the sync after every commit uses it
-    too), else ``default`` (its Spark catalog name ``db.tbl``); None when there is none of them.
-
-    Raises :class:`IcecompatError` when ``given`` contradicts the property: registering the table under
-    a second name would leave two catalog entries, one of which the syncs never move forward.
-    """
+    """The Iceberg identifier of a table: ``given`` (``--identifier``: the command line is the most
+    specific), else its ``icecompat.iceberg.identifier`` property (the user chose it; the sync after
+    every commit uses it too), else ``default`` (its Spark catalog name ``db.tbl``); None when there is
+    none of them."""
     prop = configuration.get(IDENTIFIER_PROPERTY) or None
-    if given and prop and given != prop:
-        raise IcecompatError(
-            f"--identifier {given} contradicts the table property {IDENTIFIER_PROPERTY}={prop}: "
-            "drop --identifier, or change the property first"
-        )
     return given or (str(prop) if prop else None) or default
 
 
@@ -304,6 +297,13 @@ def run(args: argparse.Namespace) -> int:
         if catalog is not None:
             configuration = {str(k): str(v) for k, v in read_snapshot(path).metadata.configuration.items()}
             identifier = resolve_identifier(configuration, given)
+            prop = configuration.get(IDENTIFIER_PROPERTY)
+            if given and prop and given != prop and int(getattr(args, "verbosity", 0) or 0) >= 0:
+                print(
+                    f"icecompat iceberg: note: {given} is not the table's {IDENTIFIER_PROPERTY} ({prop}); "
+                    f"the sync after each commit moves {prop} forward, not {given}",
+                    file=sys.stderr,
+                )
             if identifier is None:
                 return _usage(
                     args,

@@ -100,17 +100,19 @@ def test_the_identifier_is_found_one_way(
     build_table(named, properties={IDENT: "db.named"})
     build_table(bare)
 
-    code, out, err = run(capsys, "iceberg", str(named), "--catalog", "local", "--identifier", "db.other")
-    assert code == EXIT_ERROR and out == "" and "--identifier db.other contradicts" in err
     code, out, err = run(capsys, "iceberg", str(bare), "--catalog", "local")
-    assert code == EXIT_ERROR and "--identifier" in err and IDENT in err
-    assert not (named / "metadata").exists() and not (bare / "metadata").exists()
+    assert code == EXIT_ERROR and out == "" and "--identifier" in err and IDENT in err
+    assert not (bare / "metadata").exists()
 
-    code, out, err = run(capsys, "iceberg", str(named), "--catalog", "local", "--identifier", "db.named")
-    assert code == EXIT_OK and "db.named registered" in out, err
+    code, out, err = run(capsys, "iceberg", str(named), "--catalog", "local")  # the property
+    assert code == EXIT_OK and "db.named registered" in out and err == "", err
     code, out, err = run(capsys, "iceberg", str(bare), "--catalog", "local", "--identifier", "db.bare")
     assert code == EXIT_OK and "db.bare registered" in out, err
-    assert {i[-1] for i in _catalog(catalog_db).list_tables("db")} == {"named", "bare"}
+    # The command line wins over the property; the second entry is not the one the syncs move forward.
+    code, out, err = run(capsys, "iceberg", str(named), "--catalog", "local", "--identifier", "db.second")
+    assert code == EXIT_OK and "db.second registered" in out
+    assert "not the table's icecompat.iceberg.identifier (db.named)" in err
+    assert {i[-1] for i in _catalog(catalog_db).list_tables("db")} == {"named", "bare", "second"}
 
 
 def test_several_tables_dry_run_and_json_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
