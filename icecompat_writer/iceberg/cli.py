@@ -292,6 +292,7 @@ def run(args: argparse.Namespace) -> int:
         if len(path) != 1:
             return _usage(args, "one TABLE_PATH here (`icecompat iceberg` takes several)")
         path = path[0]
+    lines: list[str] = []  # what was done before a failure is still said (metadata written, catalog failed)
     try:
         identifier: str | None = None
         if catalog is not None:
@@ -311,7 +312,6 @@ def run(args: argparse.Namespace) -> int:
                     f"or set the table property {IDENTIFIER_PROPERTY}",
                 )
         doc: dict[str, Any] = {"format": JSON_FORMAT, "table": path, "dry_run": dry_run}
-        lines: list[str] = []
         if dry_run:
             plan = plan_conversion(path, format_version=args.format_version)
             doc.update(_plan_json(plan))
@@ -338,6 +338,8 @@ def run(args: argparse.Namespace) -> int:
     except CompatViolation as err:
         return _fail(args, path, EXIT_VIOLATIONS, err)
     except IcecompatError as err:
+        if lines and not as_json:
+            print("\n".join(lines))
         return _fail(args, path, EXIT_ERROR, err)
     if "catalog" not in doc:
         doc["catalog"] = None
