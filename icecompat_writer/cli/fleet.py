@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from icecompat_writer.errors import IcecompatError
+from icecompat_writer.errors import CompatViolation, IcecompatError
 from icecompat_writer.fleet import (
     FleetReport,
     TableOutcome,
@@ -28,18 +28,20 @@ from icecompat_writer.fleet import (
     run_tables,
     upgrade_outcome,
 )
-from icecompat_writer.fleet.run import DEFAULT_PARALLEL
+from icecompat_writer.fleet.run import DEFAULT_PARALLEL, IDENTIFIER_PROPERTY, table_identifier
+from icecompat_writer.iceberg.cli import catalog_plan, plan_conversion
 
-__all__ = ["add_arguments", "routed", "run"]
+from .console import note, quiet
+from .settings import spark_session
+
+__all__ = ["add_arguments", "iceberg_plan_outcome", "routed", "run"]
 
 EXIT_ERROR = 2
 
 
-def add_arguments(
-    parser: argparse.ArgumentParser, *, with_json: bool = False, with_catalog: bool = False
-) -> None:
-    """``--database``, ``--parallel`` and ``--html``; ``--json`` and ``--catalog`` for a subcommand that
-    has none of its own."""
+def add_arguments(parser: argparse.ArgumentParser, *, with_catalog: bool = False) -> None:
+    """``--database``, ``--parallel`` and ``--html``; ``--catalog`` for a subcommand that has none of its
+    own."""
     parser.add_argument(
         "--database",
         metavar="DB",
@@ -49,20 +51,19 @@ def add_arguments(
     parser.add_argument(
         "--parallel",
         type=int,
-        default=DEFAULT_PARALLEL,
+        default=None,
         metavar="N",
-        help=f"tables worked on at once over several tables (default {DEFAULT_PARALLEL})",
+        help=f"tables worked on at once over several tables (default {DEFAULT_PARALLEL}); not for one table",
     )
     parser.add_argument("--html", metavar="FILE", default=None, help="also write the summary as an HTML page")
     parser.set_defaults(fleet_parser=parser)  # for usage errors found after parsing
-    if with_json:
-        parser.add_argument("--json", action="store_true", help="print only JSON on stdout")
     if with_catalog:
         parser.add_argument(
             "--catalog",
             metavar="NAME",
             default=None,
-            help="over several tables: also report each table's state in this pyiceberg catalog",
+            help="also report each table's state in this pyiceberg catalog (under its "
+            "icecompat.iceberg.identifier property, else its Spark catalog name db.tbl)",
         )
 
 
@@ -71,17 +72,27 @@ def routed(command: str, single: Callable[[argparse.Namespace], int]) -> Callabl
 
     def dispatch(args: argparse.Namespace) -> int:
         paths = list(args.table_path or [])
+        several = args.database is not None or len(paths) != 1 or args.html is not None
         problem = None
         if args.database is None and not paths:
             problem = "give TABLE_PATH(s) or --database DB"
         elif args.database is not None and paths:
             problem = "give --database or TABLE_PATHs, not both"
+        elif args.parallel is not None and args.parallel < 1:
+            problem = "--parallel must be at least 1"
+        elif args.parallel is not None and not several:
+            problem = "--parallel N works over several tables (TABLE_PATHs or --database DB), not one"
+        elif several and getattr(args, "identifier", None):
+            problem = (
+                "--identifier names one table; over several tables each gets its own "
+                "(its icecompat.iceberg.identifier property, else db.tbl)"
+            )
         if problem is not None:
             try:
                 args.fleet_parser.error(problem)  # argparse's usage message, exit 2
             except SystemExit as exit_:
                 return int(exit_.code or EXIT_ERROR)
-        if args.database is None and len(paths) == 1 and args.html is None:
+        if not several:
             args.table_path = paths[0]
             return single(args)
         return run(command, args)
@@ -89,36 +100,19 @@ def routed(command: str, single: Callable[[argparse.Namespace], int]) -> Callabl
     return dispatch
 
 
-def _session() -> tuple[Any, bool]:
-    """The running Spark session, else a new one (and whether this call started it)."""
-    from pyspark.sql import SparkSession
-
-    from icecompat_writer.sessions import session
-
-    running = SparkSession.getActiveSession()
-    return (running, False) if running is not None else (session("icecompat-fleet"), True)
-
-
 def run(command: str, args: argparse.Namespace) -> int:
     """Run ``command`` over the tables ``args`` name and print the summary."""
     paths = list(args.table_path or [])
-    if args.parallel < 1:
-        print(f"icecompat {command}: --parallel must be at least 1", file=sys.stderr)
-        return EXIT_ERROR
-    if command == "iceberg" and getattr(args, "identifier", None):
-        print(
-            "icecompat iceberg: --identifier names one table; over several tables each gets its own "
-            "(its icecompat.iceberg.identifier property, else db.tbl)",
-            file=sys.stderr,
-        )
-        return EXIT_ERROR
-    needs_spark = args.database is not None or (command == "upgrade" and not args.dry_run)
-    spark, started = _session() if needs_spark else (None, False)
+    parallel = DEFAULT_PARALLEL if args.parallel is None else args.parallel
+    dry_run = bool(getattr(args, "dry_run", False))
+    needs_spark = args.database is not None or (command == "upgrade" and not dry_run)
+    spark, started = spark_session("icecompat-fleet", args) if needs_spark else (None, False)
     try:
         refs = discover_database(spark, args.database) if args.database else path_refs(paths)
         work = _work(command, args, spark)
         began = time.perf_counter()
-        outcomes = _with_progress(command, refs, work, args.parallel)
+        note(args, f"{command}: {len(refs)} table(s), {parallel} at a time")
+        outcomes = _with_progress(command, refs, work, parallel, quiet=quiet(args))
         report = FleetReport(command, args.database or f"{len(paths)} path(s)", outcomes)
         report.seconds = time.perf_counter() - began
     except IcecompatError as err:
@@ -141,16 +135,73 @@ def _work(command: str, args: argparse.Namespace, spark: Any) -> Callable[[Table
         )
     if command == "upgrade":
         return lambda ref: upgrade_outcome(spark, ref, args.profile, dry_run=args.dry_run)
+    if args.dry_run:
+        return lambda ref: iceberg_plan_outcome(ref, args.format_version, catalog=args.catalog)
     return lambda ref: iceberg_outcome(ref, args.format_version, catalog=args.catalog)
 
 
+def iceberg_plan_outcome(
+    ref: TableRef, format_version: int | None = None, catalog: str | None = None
+) -> TableOutcome:
+    """``iceberg --dry-run`` on one table: would convert (or current), and what the catalog would get;
+    refused with its rules when not compliant. Nothing is written."""
+    from icecompat_writer.deltalog import read_snapshot
+
+    assert ref.location is not None
+    try:
+        plan = plan_conversion(ref.location, format_version=format_version)
+    except CompatViolation as err:
+        rules = tuple(sorted({v.rule for v in err.violations}))
+        return TableOutcome(ref.name, ref.location, "refused", rules=rules, detail=str(err).splitlines()[0])
+    state: dict[str, Any] | None = None
+    if catalog:
+        configuration = {
+            str(k): str(v) for k, v in read_snapshot(ref.location).metadata.configuration.items()
+        }
+        ident = table_identifier(ref, configuration)
+        if ident is None:
+            raise IcecompatError(
+                f"{ref.name}: no Iceberg identifier (a path: set the table property {IDENTIFIER_PROPERTY})"
+            )
+        planned = catalog_plan(catalog, ident, plan)
+        state = {
+            "catalog": catalog,
+            "identifier": ident,
+            "registered": planned["action"] != "would register",
+            "action": planned["action"],
+            "delta_version": planned["catalog_delta_version"],
+        }
+    detail = (
+        f"would write metadata v{plan.metadata_version} (format {plan.format_version})"
+        if plan.needed
+        else f"metadata v{plan.metadata_version} (format {plan.format_version})"
+    )
+    return TableOutcome(
+        ref.name,
+        ref.location,
+        "would convert" if plan.needed else "current",
+        delta_version=plan.delta_version,
+        iceberg_version=plan.converted_version,
+        catalog=state,
+        detail=detail,
+    )
+
+
 def _with_progress(
-    command: str, refs: list[TableRef], work: Callable[[TableRef], TableOutcome], parallel: int
+    command: str,
+    refs: list[TableRef],
+    work: Callable[[TableRef], TableOutcome],
+    parallel: int,
+    *,
+    quiet: bool = False,
 ) -> list[TableOutcome]:
-    """:func:`run_tables` with a progress bar on stderr (never mixed into the report on stdout)."""
+    """:func:`run_tables` with a progress bar on stderr (never mixed into the report on stdout);
+    none with ``-q``."""
     from rich.console import Console
     from rich.progress import Progress
 
+    if quiet:
+        return run_tables(refs, work, parallel)
     with Progress(console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task(f"{command}: {len(refs)} table(s)", total=len(refs))
         return run_tables(refs, work, parallel, on_done=lambda _: bar.advance(task))

@@ -1,7 +1,11 @@
-"""``icecompat``: the command line entry point.
+"""``icecompat``: the command line entry point (reference: docs/cli.md).
 
 Exit codes follow one convention for every subcommand: 0 success / compliant, 1 violations found (for
-``upgrade``: refused), 2 usage or read errors.
+``upgrade`` and ``iceberg``: refused; for ``doctor``: something missing), 2 usage or read errors. Every
+flag a subcommand accepts has an effect, or the command stops with a usage error naming it. stdout
+carries only the result (only JSON with ``--json``); notes, progress and errors go to stderr, as much
+as ``-v`` / ``-q`` ask (:mod:`.console`). ``--conf`` / ``--properties-file`` are read once here and
+handed down for the run (:mod:`.settings`).
 """
 
 from __future__ import annotations
@@ -9,11 +13,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from icecompat_writer.cli import fleet
+from icecompat_writer.cli import fleet, settings
+from icecompat_writer.cli.console import configure_logging, note, quiet, restore_logging
+from icecompat_writer.cli.settings import given, parse_properties, read_properties, spark_session
 from icecompat_writer.errors import IcecompatError
+from icecompat_writer.fleet.run import IDENTIFIER_PROPERTY, TableRef, table_identifier
+from icecompat_writer.iceberg.cli import add_arguments as iceberg_arguments
 
 if TYPE_CHECKING:
     from icecompat_writer.storage import FileIO
@@ -31,8 +40,13 @@ def _cmd_conf(args: argparse.Namespace) -> int:
     try:
         text = spark_defaults(spark_version=args.spark_version, packages=args.packages)
     except IcecompatError as err:
-        print(f"icecompat conf: {err}", file=sys.stderr)
-        return EXIT_ERROR
+        return _command_failed("conf", args, type(err).__name__, str(err))
+    if args.json:
+        doc: dict[str, Any] = {"format": "icecompat-conf/1", "output": args.output}
+        if args.submit:
+            doc["spark_submit"] = submit_arguments(text)
+        else:
+            doc["settings"] = parse_properties(text)
     if args.submit:
         parts = submit_arguments(text)
         text = " \\\n  ".join(
@@ -42,7 +56,10 @@ def _cmd_conf(args: argparse.Namespace) -> int:
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(text)
-    else:
+        note(args, f"wrote {args.output}")
+    if args.json:
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    elif not args.output:
         sys.stdout.write(text)
     return EXIT_OK
 
@@ -77,7 +94,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     def progress_cb(done: int, total: int) -> None:
         nonlocal task
-        if total < PROGRESS_MIN_FILES:
+        if total < PROGRESS_MIN_FILES or quiet(args):
             return
         if task is None:
             bar.start()
@@ -94,10 +111,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
         if task is not None:  # stopping a bar that never started still writes a newline
             bar.stop()
     lag = _iceberg_lag(args.table_path, report.version, io)
+    catalog = _catalog_state(args.catalog, args.table_path, io)
     if args.json:
         doc = report.to_json()
         if lag is not None:
             doc["iceberg"] = lag
+        if catalog is not None:
+            doc["catalog"] = catalog
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         _print_report(report)
@@ -106,7 +126,39 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 f"Iceberg: converted up to Delta version {lag['converted_version']} of "
                 f"{lag['delta_version']} (lag {lag['lag']})"
             )
+        if catalog is not None:
+            print(_catalog_text(catalog))
     return EXIT_OK if report.compliant else EXIT_VIOLATIONS
+
+
+def _catalog_state(catalog: str | None, table_path: str, io: FileIO) -> dict[str, Any] | None:
+    """Where the table stands in the pyiceberg catalog ``catalog`` (``--catalog``), under the identifier
+    every run finds the same way (:func:`~icecompat_writer.fleet.run.table_identifier`); None without
+    ``--catalog``. Never raises: the check's verdict stands whatever the catalog says."""
+    from icecompat_writer.deltalog import read_snapshot
+    from icecompat_writer.iceberg.catalogs import catalog_status
+
+    if catalog is None:
+        return None
+    try:
+        configuration = read_snapshot(table_path, io=io).metadata.configuration
+        properties = {str(k): str(v) for k, v in configuration.items()}
+        ident = table_identifier(TableRef(table_path, table_path), properties)
+    except (IcecompatError, OSError, ValueError) as err:
+        return {"catalog": catalog, "identifier": None, "registered": False, "error": str(err)}
+    if ident is None:
+        problem = f"no identifier: set the table property {IDENTIFIER_PROPERTY}"
+        return {"catalog": catalog, "identifier": None, "registered": False, "error": problem}
+    return catalog_status(catalog, ident, table_path)
+
+
+def _catalog_text(state: dict[str, Any]) -> str:
+    where = f"Catalog {state['catalog']}: {state.get('identifier') or '(no identifier)'}"
+    if state.get("error"):
+        return f"{where} unreadable ({state['error']})"
+    if not state.get("registered"):
+        return f"{where} not registered"
+    return f"{where} at Delta version {state.get('delta_version')} ({state.get('metadata_location')})"
 
 
 def _iceberg_lag(table_path: str, delta_version: int, io: FileIO) -> dict[str, int] | None:
@@ -259,16 +311,11 @@ def _run_upgrade(args: argparse.Namespace) -> Any:
 
     if args.dry_run:
         return upgrade_table(None, args.table_path, args.profile, dry_run=True)
-    from pyspark.sql import SparkSession
-
-    from icecompat_writer.sessions import session
-
-    running = SparkSession.getActiveSession()
-    spark = running if running is not None else session("icecompat-upgrade")
+    spark, started = spark_session("icecompat-upgrade", args)
     try:
         return upgrade_table(spark, args.table_path, args.profile)
     finally:
-        if running is None:
+        if started:
             spark.stop()
 
 
@@ -276,7 +323,9 @@ def _command_failed(command: str, args: argparse.Namespace, kind: str, message: 
     """Exit 2 with the reason on stderr; with --json stdout still gets JSON (an ``error`` object)."""
     print(f"icecompat {command}: {message}", file=sys.stderr)
     if args.json:
-        error = {"type": kind, "message": message, "table": args.table_path}
+        error: dict[str, Any] = {"type": kind, "message": message}
+        if hasattr(args, "table_path"):
+            error["table"] = args.table_path
         sys.stdout.write(json.dumps({"error": error}, indent=2) + "\n")
     return EXIT_ERROR
 
@@ -311,25 +360,14 @@ def _guard_rows(spark: Any) -> list[tuple[str, bool, str]]:
     return rows
 
 
-def _properties(path: str) -> dict[str, str]:
-    """A spark-defaults style file: ``key value`` or ``key=value`` lines, ``#`` comments."""
-    import re
-
-    out: dict[str, str] = {}
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            text = line.strip()
-            if text and not text.startswith("#"):
-                parts = re.split(r"\s*=\s*|\s+", text, maxsplit=1)
-                out[parts[0]] = parts[1].strip() if len(parts) > 1 else ""
-    return out
-
-
-def doctor_report(start_spark: bool, properties_file: str | None = None) -> list[tuple[str, bool, str]]:
+def doctor_report(
+    start_spark: bool, properties_file: str | None = None, conf: Mapping[str, str] | None = None
+) -> list[tuple[str, bool, str]]:
     """(what, ok, detail) for each thing the plugin needs, from files up to a live session.
 
     With ``properties_file``, the session is started from that file alone (as spark-submit would),
     so the report says what a job using it gets; otherwise from ``icecompat_writer.session()``.
+    ``conf`` (``--conf``) is added on top of either.
     """
     import shutil
 
@@ -361,12 +399,13 @@ def doctor_report(start_spark: bool, properties_file: str | None = None) -> list
 
     try:
         if properties_file is None:
-            spark = sessions.session("icecompat-doctor")
+            extra: dict[str, Any] = dict(conf or {})  # Spark keys (dotted): never session()'s own arguments
+            spark = sessions.session("icecompat-doctor", **extra)
         else:
             from pyspark.sql import SparkSession
 
             builder = SparkSession.builder.appName("icecompat-doctor").master("local[1]")
-            for key, value in _properties(properties_file).items():
+            for key, value in {**read_properties(properties_file), **dict(conf or {})}.items():
                 builder.config(key, value)
             builder.config("spark.ui.enabled", "false")
             spark = builder.getOrCreate()
@@ -403,10 +442,33 @@ def doctor_report(start_spark: bool, properties_file: str | None = None) -> list
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    rows = doctor_report(start_spark=not args.no_spark, properties_file=args.properties_file)
-    for what, ok, detail in rows:
-        print(f"{'ok ' if ok else 'BAD'}  {what:<24} {detail}")
-    return EXIT_OK if all(ok for _, ok, _ in rows) else EXIT_VIOLATIONS
+    if args.no_spark and given(args):
+        flag = "--conf" if args.conf else "--properties-file"
+        return _usage_error(args, f"{flag} configures the session that --no-spark does not start")
+    rows = doctor_report(
+        start_spark=not args.no_spark, properties_file=args.properties_file, conf=dict(args.conf or [])
+    )
+    ok_all = all(ok for _, ok, _ in rows)
+    if args.json:
+        doc = {
+            "format": "icecompat-doctor/1",
+            "ok": ok_all,
+            "checks": [{"what": what, "ok": ok, "detail": detail} for what, ok, detail in rows],
+        }
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        for what, ok, detail in rows:
+            print(f"{'ok ' if ok else 'BAD'}  {what:<24} {detail}")
+    return EXIT_OK if ok_all else EXIT_VIOLATIONS
+
+
+def _usage_error(args: argparse.Namespace, message: str) -> int:
+    """argparse's usage message for the subcommand and exit 2, for what only shows after parsing."""
+    try:
+        args.command_parser.error(message)
+    except SystemExit as exit_:
+        return int(exit_.code or EXIT_ERROR)
+    return EXIT_ERROR  # pragma: no cover - error() always exits
 
 
 def _cmd_iceberg(args: argparse.Namespace) -> int:
@@ -415,15 +477,41 @@ def _cmd_iceberg(args: argparse.Namespace) -> int:
     return run(args)
 
 
+PROFILES = ["v3", "writer-v1", "writer-v3"]
+JSON_HELP = "print only JSON on stdout (errors too, as an error object; notes stay on stderr)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="icecompat", description="Iceberg-safe Delta Lake tables.")
+    """The whole command line; ``docs/cli.md`` documents every flag (a test holds them together)."""
+    parser = argparse.ArgumentParser(
+        prog="icecompat",
+        description="Iceberg-safe Delta Lake tables. Exit codes: 0 ok, 1 violations found or refused, "
+        "2 usage or read errors.",
+    )
+    loudness = parser.add_mutually_exclusive_group()
+    loudness.add_argument(
+        "-v",
+        "--verbose",
+        dest="verbosity",
+        action="count",
+        default=0,
+        help="say more on stderr: what is done (-v), the package's debug log (-vv)",
+    )
+    loudness.add_argument(
+        "-q",
+        "--quiet",
+        dest="verbosity",
+        action="store_const",
+        const=-1,
+        help="only errors on stderr: no progress bar, no note",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     conf = sub.add_parser(
         "conf",
         help="print the Spark settings (spark-defaults.conf, or spark-submit arguments) for this "
         "installation and the running pyspark's Spark line",
     )
-    conf.add_argument("-o", "--output", help="write to this file instead of stdout")
+    conf.add_argument("-o", "--output", metavar="FILE", help="write to this file instead of stdout")
     conf.add_argument(
         "--spark-version",
         metavar="X.Y.Z",
@@ -438,71 +526,104 @@ def build_parser() -> argparse.ArgumentParser:
     conf.add_argument(
         "--submit", action="store_true", help="print spark-submit arguments, not a properties file"
     )
-    conf.set_defaults(func=_cmd_conf)
+    conf.add_argument("--json", action="store_true", help=JSON_HELP)
+    conf.set_defaults(func=_cmd_conf, command_parser=conf)
 
     doctor = sub.add_parser("doctor", help="say what is installed, loaded and missing")
     doctor.add_argument("--no-spark", action="store_true", help="do not start a local session")
-    doctor.add_argument(
-        "--properties-file",
-        help="start the session from this spark-defaults file only (what a spark-submit job gets)",
+    settings.add_arguments(
+        doctor,
+        file_help="start the session from this spark-defaults file only (what a spark-submit job gets)",
     )
-    doctor.set_defaults(func=_cmd_doctor)
+    doctor.add_argument("--json", action="store_true", help=JSON_HELP)
+    doctor.set_defaults(func=_cmd_doctor, command_parser=doctor)
 
     check = sub.add_parser("check", help="audit a Delta table (log and Parquet footers, no Spark)")
     check.add_argument("table_path", metavar="TABLE_PATH", nargs="*")
     check.add_argument(
         "--profile",
-        choices=["v3", "writer-v1", "writer-v3"],
+        choices=PROFILES,
         default=None,
         help="profile to check (default: the one the table declares; none declared: every candidate)",
     )
-    check.add_argument("--json", action="store_true", help="print only JSON on stdout")
+    check.add_argument("--json", action="store_true", help=JSON_HELP)
     check.add_argument(
         "--files",
         default="all",
         type=_files_option,
         help="data file footers to read: all, none or sample:N (default all)",
     )
+    settings.add_arguments(check)
     fleet.add_arguments(check, with_catalog=True)
-    check.set_defaults(func=fleet.routed("check", _cmd_check))
+    check.set_defaults(func=fleet.routed("check", _cmd_check), command_parser=check)
 
     upgrade = sub.add_parser(
         "upgrade",
         help="bring a Delta table to a profile in one commit, rewriting only the files that fall short",
     )
     upgrade.add_argument("table_path", metavar="TABLE_PATH", nargs="*")
-    upgrade.add_argument(
-        "--profile", choices=["v3", "writer-v1", "writer-v3"], required=True, help="profile to upgrade to"
-    )
+    upgrade.add_argument("--profile", choices=PROFILES, required=True, help="profile to upgrade to")
     upgrade.add_argument(
         "--dry-run",
         action="store_true",
         help="print the planned changes and the files that would be rewritten; change nothing (no Spark)",
     )
-    upgrade.add_argument("--json", action="store_true", help="print only JSON on stdout")
+    upgrade.add_argument("--json", action="store_true", help=JSON_HELP)
+    settings.add_arguments(upgrade)
     fleet.add_arguments(upgrade)
-    upgrade.set_defaults(func=fleet.routed("upgrade", _cmd_upgrade))
-
-    from icecompat_writer.iceberg.cli import add_arguments as iceberg_arguments
+    upgrade.set_defaults(func=fleet.routed("upgrade", _cmd_upgrade), command_parser=upgrade)
 
     iceberg = sub.add_parser("iceberg", help="write Iceberg metadata next to a compliant Delta table")
     iceberg_arguments(iceberg)
-    fleet.add_arguments(iceberg, with_json=True)
-    iceberg.set_defaults(func=fleet.routed("iceberg", _cmd_iceberg))
+    settings.add_arguments(iceberg)
+    fleet.add_arguments(iceberg)
+    iceberg.set_defaults(func=fleet.routed("iceberg", _cmd_iceberg), command_parser=iceberg)
     return parser
 
 
+def _starts_spark(args: argparse.Namespace) -> bool:
+    """Whether the command may start a Spark session (which gets every setting of the command line)."""
+    if args.command == "doctor":
+        return not args.no_spark
+    if getattr(args, "database", None) is not None:
+        return True
+    return args.command == "upgrade" and not args.dry_run
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Parse, then run the subcommand with the command line's settings and verbosity in force."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse: usage errors are exit 2 already; --help is 0
         return int(exit_.code or 0)
     try:
-        return int(args.func(args))
+        args.settings = settings.spark_settings(args)
+    except OSError as err:
+        return _usage_error(args, f"--properties-file: cannot read {args.properties_file}: {err}")
+    if args.settings:
+        keys = ", ".join(sorted(args.settings))
+        note(args, f"settings from the command line (values not shown): {keys}")
+        unused = sorted(k for k in args.settings if not k.startswith(settings.HADOOP_PREFIX))
+        if unused and not _starts_spark(args):
+            note(
+                args,
+                f"this run starts no Spark session: only the spark.hadoop.* settings apply; unused: "
+                f"{', '.join(unused)}",
+                level=0,
+            )
+    logging_state = configure_logging(args)
+    began = time.perf_counter()
+    try:
+        with settings.installed(args.settings):
+            code = int(args.func(args))
     except IcecompatError as err:
         print(f"icecompat: {err}", file=sys.stderr)
-        return EXIT_ERROR
+        code = EXIT_ERROR
+    finally:
+        restore_logging(logging_state)
+    note(args, f"{args.command}: exit {code} after {time.perf_counter() - began:.1f} s")
+    return code
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ VERDICTS: dict[str, tuple[str, str]] = {
     "refused": ("violations", "#cf222e"),
     "converted": ("ok", "#1a7f37"),
     "current": ("ok", "#1a7f37"),
+    "would convert": ("ok", "#0969da"),
     "error": ("error", "#8250df"),
 }
 
