@@ -26,7 +26,7 @@ from icecompat_writer.storage import DEFAULT_IO, FileIO
 
 from .avro import deletion_vector_record
 from .locations import uri
-from .posdeletes import position_delete_files, staying_delete_file
+from .posdeletes import position_delete_files, staying_delete_files
 from .producers import DeleteFile
 from .puffin import PuffinWriter
 from .schema import violation
@@ -46,7 +46,7 @@ def deletion_vector_files(
     with_dv = [f for f in files if f.deletion_vector is not None]
     kept: list[DeleteFile] = []
     if with_dv and table.fv < 3:
-        staying = {id(f): d for f in with_dv if (d := staying_delete_file(table, f)) is not None}
+        staying = staying_delete_files(table, with_dv)
         kept = list(staying.values())
         with_dv = [f for f in with_dv if id(f) not in staying]
     if not with_dv:
@@ -68,7 +68,8 @@ def deletion_vector_files(
         f"at Delta version {version}",
     )
     if table.fv < 3:
-        return kept + position_delete_files(table, [(f, read.vectors[f.delta_path]) for f in with_dv])
+        verified = [(f, read.vectors[f.delta_path]) for f in with_dv]
+        return kept + position_delete_files(table, verified, io=io)
     puffin = PuffinWriter()
     placed = []
     for f in with_dv:

@@ -413,13 +413,17 @@ class LiveFiles:
         _, deletes = self._load()
         return {p: (v[1], v[2]) for p, v in deletes.items()}
 
-    def delete_entries_of(self, data_file: str) -> list[Entry]:
-        """The live delete-file entries that reference ``data_file`` (reads the manifests holding them)."""
+    def delete_entries_of(self, data_files: Iterable[str]) -> dict[str, list[Entry]]:
+        """The live delete-file entries that reference each of ``data_files`` (one pass over the index;
+        only the manifests holding them are read)."""
+        wanted = set(data_files)
         _, deletes = self._load()
-        out: list[Entry] = []
+        out: dict[str, list[Entry]] = {}
         for key, (m, ref, _) in deletes.items():
-            if ref == data_file:
-                out.extend(e for e in self.entries(m) if e.status != DELETED and e.key == key)
+            if ref in wanted:
+                out.setdefault(ref, []).extend(
+                    e for e in self.entries(m) if e.status != DELETED and e.key == key
+                )
         return out
 
     def owners(self) -> dict[int, set[str]]:

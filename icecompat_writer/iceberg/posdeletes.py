@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 
 from icecompat_writer.deltalog.deletion_vectors import ReadDeletionVector
 from icecompat_writer.deltalog.files import DeletionVectorDescriptor, dv_unique_id
+from icecompat_writer.storage import DEFAULT_IO, FileIO
 
 from .avro import DataFileRecord, KeyValue
 from .locations import uri
@@ -46,7 +47,7 @@ __all__ = [
     "dv_tag",
     "position_delete_bytes",
     "position_delete_files",
-    "staying_delete_file",
+    "staying_delete_files",
 ]
 
 FILE_PATH_FIELD_ID = 2147483546  # iceberg-spec.md "Reserved Field IDs": file_path of a position delete
@@ -176,25 +177,31 @@ def _record(path: str, size: int, f: NewFile, positions: Sequence[int]) -> DataF
     }
 
 
-def staying_delete_file(table: IcebergTable, f: NewFile) -> DeleteFile | None:
-    """The live position-delete file of ``f``'s data file when it holds ``f``'s DV already (the file
-    is re-added with the DV it had), entered again as it is; None when the DV is new."""
-    if f.deletion_vector is None:
-        return None
-    suffix = f"-{dv_tag(f.delta_path, f.deletion_vector)}.parquet"
-    for entry in table.files.delete_entries_of(f.path):
-        if entry.path.endswith(suffix) and entry.data_file.get("file_format") == "PARQUET":
-            record = entry.data_file.copy()
-            record["partition"] = dict(f.data_file["partition"])
-            return DeleteFile(record)
-    return None
+def staying_delete_files(table: IcebergTable, files: Sequence[NewFile]) -> dict[int, DeleteFile]:
+    """For each of ``files`` (by ``id``) whose data file's live position-delete file holds its DV
+    already (the file is re-added with the DV it had): that delete file, entered again as it is."""
+    with_dv = [f for f in files if f.deletion_vector is not None]
+    if not with_dv:
+        return {}
+    live = table.files.delete_entries_of(f.path for f in with_dv)
+    out: dict[int, DeleteFile] = {}
+    for f in with_dv:
+        assert f.deletion_vector is not None
+        suffix = f"-{dv_tag(f.delta_path, f.deletion_vector)}.parquet"
+        for entry in live.get(f.path, []):
+            if entry.path.endswith(suffix) and entry.data_file.get("file_format") == "PARQUET":
+                record = entry.data_file.copy()
+                record["partition"] = dict(f.data_file["partition"])
+                out[id(f)] = DeleteFile(record)
+                break
+    return out
 
 
 def position_delete_files(
-    table: IcebergTable, placed: Sequence[tuple[NewFile, ReadDeletionVector]]
+    table: IcebergTable, placed: Sequence[tuple[NewFile, ReadDeletionVector]], *, io: FileIO = DEFAULT_IO
 ) -> list[DeleteFile]:
     """One new position-delete file per (data file, verified DV) of ``placed``, written under
-    ``metadata/`` through the table's store; a DV that deletes no row needs none."""
+    ``metadata/`` through ``io``; a DV that deletes no row needs none."""
     out = []
     for f, dv in placed:
         assert f.deletion_vector is not None
@@ -203,7 +210,7 @@ def position_delete_files(
             continue
         data = position_delete_bytes(f.path, positions)
         path = table.writer.position_delete_path(dv_tag(f.delta_path, f.deletion_vector))
-        if not table.io.new_output(path).create(data):
+        if not io.new_output(path).create(data):
             raise FileExistsError(17, f"{path} exists", str(path))
         out.append(DeleteFile(_record(uri(path), len(data), f, positions)))
     return out
