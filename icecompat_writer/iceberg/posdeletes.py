@@ -72,6 +72,7 @@ _WRITE_SCHEMA = pa.schema(
 _RUN_COOKIE = 12347  # SERIAL_COOKIE (RoaringFormatSpec): run containers possible
 _NO_RUN_COOKIE = 12346  # SERIAL_COOKIE_NO_RUNCONTAINER
 _NO_OFFSET_THRESHOLD = 4  # a run-cookie bitmap with fewer containers has no offset header
+_BITS = tuple(tuple(b for b in range(8) if v >> b & 1) for v in range(256))  # set bits of each byte value
 
 
 def dv_tag(data_path: str, dv: DeletionVectorDescriptor) -> str:
@@ -127,13 +128,12 @@ def _roaring32_positions(view: memoryview, pos: int, high: int, out: list[int]) 
             out.extend(base + v for v in struct.unpack_from(f"<{card}H", view, pos))
             pos += 2 * card
         else:
-            words = struct.unpack_from("<1024Q", view, pos)
+            block = view[pos : pos + 8192]  # 65,536 bits, least significant bit of each byte first
             pos += 8192
-            for w, word in enumerate(words):
-                while word:
-                    low = word & -word
-                    out.append(base + 64 * w + low.bit_length() - 1)
-                    word ^= low
+            for at, byte in enumerate(block):
+                if byte:
+                    start = base + 8 * at
+                    out.extend(start + bit for bit in _BITS[byte])
     return pos
 
 
