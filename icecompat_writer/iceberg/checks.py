@@ -15,10 +15,10 @@ apply is chosen by :func:`rule_set_for`:
   ``icecompat upgrade`` would give it, so the refusal lists what it lacks in the catalog's words.
 
 The emitter's own ``ICEBERG-EMIT-*`` checks cover only what the catalog does not: facts about this
-emitter (deletion vectors under Iceberg format v2, which has none; types it has no Iceberg counterpart
-for; the format version asked for) and, for the IcebergCompatV2 rule set, the column mapping mode,
-which the catalog checks only through the profiles' own mode rules. An emitter check that a catalog
-rule of the chosen set covers is not run, so no requirement is reported twice.
+emitter (types it has no Iceberg counterpart for; the format version asked for) and, for the
+IcebergCompatV2 rule set, the column mapping mode, which the catalog checks only through the
+profiles' own mode rules. An emitter check that a catalog rule of the chosen set covers is not
+run, so no requirement is reported twice.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from types import MappingProxyType
 from typing import Any
 
 from icecompat_writer.deltalog.actions import Metadata, Protocol
-from icecompat_writer.errors import Violation
+from icecompat_writer.errors import CompatViolation, Violation
 from icecompat_writer.facts import DataFileFacts
 from icecompat_writer.planning import DEFAULT_PROFILE, PROFILES, Profile, judge
 from icecompat_writer.rules.detection import declared_profile
@@ -39,14 +39,20 @@ from .schema import ConvertedSchema, convert_schema, violation
 
 __all__ = [
     "COMPAT_V2",
+    "FORMAT_VERSION_PROPERTY",
     "RuleSet",
     "default_format_version",
+    "requested_format_version",
     "row_tracking_enabled",
     "rule_set_for",
     "table_violations",
 ]
 
 _WRITER_COMPAT_V1_RULES = "IWC1-"
+
+# The table property that chooses the Iceberg format of a table's metadata (2 or 3), whatever its profile.
+FORMAT_VERSION_PROPERTY = "icecompat.iceberg.format-version"
+FORMAT_VERSIONS = (2, 3)
 
 # delta-spark's IcebergCompatV2 without IcebergWriterCompatV1: the writer-v1 rules that are not
 # IcebergWriterCompatV1's. Built from the catalog's own profile so a rule added there applies here too.
@@ -99,15 +105,46 @@ def row_tracking_enabled(metadata: Metadata) -> bool:
     return _true(conf, "delta.enableRowTracking") and not _true(conf, "delta.rowTrackingSuspended")
 
 
+def requested_format_version(metadata: Metadata) -> int | None:
+    """The Iceberg format the table property ``icecompat.iceberg.format-version`` asks for (None: unset).
+
+    Refused (``ICEBERG-EMIT-FORMAT-VERSION``, naming the property) when it is not 2 or 3: guessing a
+    format would write metadata the user's readers may not read.
+    """
+    raw = metadata.configuration.get(FORMAT_VERSION_PROPERTY)
+    if raw is None or not str(raw).strip():
+        return None
+    text = str(raw).strip()
+    if text in {str(v) for v in FORMAT_VERSIONS}:
+        return int(text)
+    raise CompatViolation(
+        [
+            violation(
+                "ICEBERG-EMIT-FORMAT-VERSION",
+                "",
+                variant="property",
+                key=FORMAT_VERSION_PROPERTY,
+                observed=text,
+                expected="2 or 3",
+            )
+        ],
+        "",
+    )
+
+
 def default_format_version(metadata: Metadata) -> int:
-    """Iceberg v3 for IcebergCompatV3 tables (they carry row tracking), v2 otherwise."""
+    """The format a new Iceberg tree is written in when no run asks for one: the table property
+    ``icecompat.iceberg.format-version`` when set, else v3 for IcebergCompatV3 tables (they carry row
+    tracking) and v2 otherwise."""
+    requested = requested_format_version(metadata)
+    if requested is not None:
+        return requested
     return 3 if _true(metadata.configuration, "delta.enableIcebergCompatV3") else 2
 
 
 # Emitter checks and the catalog rules that make them redundant: any one of the mode rules (each
 # allows a subset of id/name), all of the others together.
 _MODE_COVERED_BY = ("ICV3-COLUMN-MAPPING-MODE", "IWC1-ID-MODE")
-_DV_PROPERTY_COVERED_BY = ("ICV2-NO-DELETION-VECTORS",)
 _ROW_TRACKING_COVERED_BY = ("ICV3-ROW-TRACKING", "ICV3-ROW-TRACKING-NOT-SUSPENDED")
 
 
@@ -124,16 +161,6 @@ def _emitter_violations(rules: RuleSet, metadata: Metadata, format_version: int)
                 observed=mode,
                 expected="id or name",
                 key=CM_MODE,
-            )
-        )
-    dvs_on = _true(conf, "delta.enableDeletionVectors")
-    if format_version < 3 and not rules.covers(_DV_PROPERTY_COVERED_BY) and dvs_on:
-        out.append(
-            violation(
-                "ICEBERG-EMIT-DELETION-VECTORS",
-                "",
-                observed="true",
-                expected="false",
             )
         )
     covered = rules.covers(_ROW_TRACKING_COVERED_BY)

@@ -22,7 +22,8 @@ Layout of the package: :mod:`.metadata` (typed table metadata and its update rec
 (the table being brought up to date, Delta adds to ``data_file`` records), :mod:`.producers` (one
 snapshot producer per commit kind, returning its changes, and the place delete files enter),
 :mod:`.transaction` (changes applied in order, one commit or an abort), :mod:`.deletes` (Delta
-deletion vectors as Iceberg v3 deletion vectors in Puffin files, :mod:`.puffin`), :mod:`.manifests`
+deletion vectors as Iceberg v3 deletion vectors in Puffin files, :mod:`.puffin`, or as v2
+position-delete files, :mod:`.posdeletes`), :mod:`.manifests`
 (manifests, manifest lists, live files), :mod:`.verification` (the gate and its record),
 :mod:`.locations` (URIs and root confinement).
 """
@@ -43,7 +44,7 @@ from icecompat_writer.errors import CompatViolation, TableReadError, Violation
 from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
 from . import _delta
-from .checks import default_format_version, table_violations
+from .checks import default_format_version, requested_format_version, table_violations
 from .deletes import deletion_vector_files
 from .locations import owned
 from .metadata import (
@@ -182,8 +183,10 @@ def write_iceberg_metadata(
 ) -> IcebergResult:
     """Write (or bring up to date) Iceberg metadata for the Delta table at ``table_root``.
 
-    ``format_version`` is 2 or 3; by default an existing Iceberg tree keeps its version, and a new one
-    is v3 for IcebergCompatV3 tables, v2 otherwise. ``io``: the store settings every Iceberg file is
+    ``format_version`` is 2 or 3; by default the table property ``icecompat.iceberg.format-version``
+    chooses it, else an existing Iceberg tree keeps its version and a new one is v3 for IcebergCompatV3
+    tables, v2 otherwise. An existing tree is never re-versioned: a format (asked for or by the
+    property) other than its own is refused. ``io``: the store settings every Iceberg file is
     listed, read, written and deleted with (None: the storage layer's default). Raises
     :class:`CompatViolation` when the table is not compliant with the rules it is held to (the
     catalog's rule ids for its declared profile, see :mod:`.checks`) or cannot be converted faithfully
@@ -265,7 +268,8 @@ def _adopt(
     """The existing metadata, the Delta version it records, and the Delta snapshot at ``latest``.
 
     Refused when the metadata was not written for this Delta table (``ICEBERG-EMIT-EXISTING-METADATA``)
-    or a format version other than its own is asked for (``ICEBERG-EMIT-FORMAT-VERSION``).
+    or a format version other than its own is asked for, by ``format_version`` or else by the table
+    property ``icecompat.iceberg.format-version`` (``ICEBERG-EMIT-FORMAT-VERSION``).
     """
     raw = json.loads(io.new_input(previous[1]).read().decode("utf-8"))
     props = {str(k): str(v) for k, v in (raw.get("properties") or {}).items()}
@@ -292,13 +296,14 @@ def _adopt(
             )
         )
     fv = int(raw.get("format-version", 2))
-    if format_version is not None and format_version != fv:
+    asked = requested_format_version(snap.metadata) if format_version is None else format_version
+    if asked is not None and asked != fv:
         problems.append(
             violation(
                 "ICEBERG-EMIT-FORMAT-VERSION",
                 "",
-                variant="existing",
-                observed=format_version,
+                variant="existing" if format_version is not None else "existing-property",
+                observed=asked,
                 expected=fv,
             )
         )

@@ -232,6 +232,15 @@ class ManifestWriter:
         self.written.append(path)
         return path
 
+    def position_delete_path(self, tag: str) -> Location:
+        """A fresh name for one position-delete Parquet file (format v2) of this run, removed by
+        :meth:`discard` too; ``tag`` (the deletion vector it holds, hashed) ends the name, so a later
+        run finds the file of a deletion vector that stays (:meth:`LiveFiles.delete_entries_of`)."""
+        self.counter += 1
+        path = self.meta_dir / f"{self.run_id}-pd{self.counter}-{tag}.parquet"
+        self.written.append(path)
+        return path
+
     def write(
         self,
         entries: list[Entry],
@@ -403,6 +412,19 @@ class LiveFiles:
         deleted positions)."""
         _, deletes = self._load()
         return {p: (v[1], v[2]) for p, v in deletes.items()}
+
+    def delete_entries_of(self, data_files: Iterable[str]) -> dict[str, list[Entry]]:
+        """The live delete-file entries that reference each of ``data_files`` (one pass over the index;
+        only the manifests holding them are read)."""
+        wanted = set(data_files)
+        _, deletes = self._load()
+        out: dict[str, list[Entry]] = {}
+        for key, (m, ref, _) in deletes.items():
+            if ref in wanted:
+                out.setdefault(ref, []).extend(
+                    e for e in self.entries(m) if e.status != DELETED and e.key == key
+                )
+        return out
 
     def owners(self) -> dict[int, set[str]]:
         """id(manifest) -> the live files (data and delete) it holds."""

@@ -6,6 +6,12 @@ Every ``compat_write`` commit to such a table is then followed, before the call 
 sync that failed or never ran, e.g. a process killed between the two commits, is caught up by the next
 one) and, when a catalog is named, by :func:`.catalogs.sync_catalog`.
 
+The table property ``icecompat.iceberg.format-version`` (:data:`FORMAT_VERSION_PROPERTY`, ``2`` or
+``3``) chooses the Iceberg format of every sync, whatever the table's profile: it is read from the Delta
+log at the version converted to, so the sync honours it as ``icecompat iceberg`` does. A property that
+disagrees with an existing Iceberg tree is refused (``ICEBERG-EMIT-FORMAT-VERSION``, naming the fix);
+here that is a failed sync, caught up once the property or ``metadata/`` is fixed.
+
 The Delta commit is the source of truth and is never undone: a failed sync emits
 :class:`IcebergSyncWarning` and the result records the error and the lag.
 """
@@ -24,12 +30,14 @@ from icecompat_writer.errors import ConcurrentWriteError, IcebergSyncWarning, Ic
 from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
 from .catalogs import CatalogSync, sync_catalog
+from .checks import FORMAT_VERSION_PROPERTY
 from .emitter import METADATA_DIR, PROP_DELTA_VERSION, _existing_metadata, write_iceberg_metadata
 
 __all__ = [
     "CATALOG_CONF",
     "CATALOG_PROPERTY",
     "ENABLED_FORMATS",
+    "FORMAT_VERSION_PROPERTY",
     "IDENTIFIER_PROPERTY",
     "IcebergSync",
     "IcebergSyncWarning",

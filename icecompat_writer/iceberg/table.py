@@ -303,7 +303,7 @@ class IcebergTable:
         self, add: Mapping[str, Any], sources: Sequence[_PartitionSource], problems: list[Violation]
     ) -> NewFile | None:
         """One add as a :class:`NewFile`, its problems appended to ``problems``; None when the file
-        cannot be described at all (outside the root, a deletion vector in v2, no record count)."""
+        cannot be described at all (outside the root, no record count)."""
         assert self.schema is not None
         path = str(add["path"])
         refusal = self._placement_problem(add, path)
@@ -341,8 +341,7 @@ class IcebergTable:
         )
 
     def _placement_problem(self, add: Mapping[str, Any], path: str) -> Violation | None:
-        """Why the file of ``add`` cannot enter this table at all: it lies outside the root, or it
-        carries a deletion vector a v2 table cannot express. None: it can."""
+        """Why the file of ``add`` cannot enter this table at all: it lies outside the root. None: it can."""
         outside = (
             None
             if path in self.checked_inside
@@ -350,15 +349,6 @@ class IcebergTable:
         )
         if outside is not None:
             return outside_violation(path, outside)
-        if add.get("deletionVector") and self.fv < 3:
-            return violation(
-                "ICEBERG-EMIT-DELETION-VECTORS",
-                "",
-                variant="file",
-                file=path,
-                observed="deletionVector present",
-                expected="none",
-            )
         return None
 
     def _partition_sources(self) -> list[_PartitionSource]:

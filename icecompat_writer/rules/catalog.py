@@ -1131,24 +1131,6 @@ def _layer_rules() -> list[Rule]:
             "set `{key}` to `name` (existing tables) or `id` (new tables)",
         ),
         _emit_rule(
-            "ICEBERG-EMIT-DELETION-VECTORS",
-            "Deletion vectors are converted into Iceberg format v3 only: under format v2 they are off and "
-            "no live data file carries one.",
-            "deletion vectors are enabled and Iceberg format v2 has none: the rows they delete would "
-            "reappear",
-            "emit Iceberg format 3 (deletion vectors become Iceberg deletion vectors), or set "
-            "`delta.enableDeletionVectors` to `false` and rewrite files that carry DVs (REORG TABLE ... "
-            "APPLY (PURGE))",
-            variants={
-                "file": (
-                    "data file {file} has a deletion vector and Iceberg format v2 has none: Iceberg would "
-                    "return the rows it deletes",
-                    "emit Iceberg format 3, or purge deletion vectors (REORG TABLE ... APPLY (PURGE)) and "
-                    "disable them",
-                )
-            },
-        ),
-        _emit_rule(
             "ICEBERG-EMIT-DELETION-VECTOR-READ",
             "Every deletion vector converted is readable, in Delta's portable serialized form (length, "
             "magic, CRC-32, 64-bit roaring bitmap), and deletes as many rows as its log cardinality says.",
@@ -1158,7 +1140,8 @@ def _layer_rules() -> list[Rule]:
         ),
         _emit_rule(
             "ICEBERG-EMIT-FORMAT-VERSION",
-            "Format v3 is emitted only with row tracking, and an existing tree keeps its format version.",
+            "Format v3 is emitted only with row tracking, the format asked for is 2 or 3, and an existing "
+            "tree keeps its format version.",
             "Iceberg format v3 needs row lineage, which comes from Delta row tracking, and row tracking "
             "is not enabled",
             "emit format 2, or enable `delta.enableRowTracking` (IcebergCompatV3 does so)",
@@ -1167,7 +1150,19 @@ def _layer_rules() -> list[Rule]:
                     "the existing Iceberg metadata is format v{expected}; an existing tree is not "
                     "re-versioned",
                     "omit --format-version, or delete metadata/ and convert again",
-                )
+                ),
+                "existing-property": (
+                    "the table property `icecompat.iceberg.format-version` asks for format v{observed} and "
+                    "the existing Iceberg metadata is format v{expected}; an existing tree is not "
+                    "re-versioned",
+                    "set `icecompat.iceberg.format-version` to `{expected}` (or unset it), or delete "
+                    "metadata/ so that the next sync or `icecompat iceberg` converts the table again in "
+                    "format v{observed}",
+                ),
+                "property": (
+                    "the table property `{key}` is `{observed}`; Iceberg formats 2 and 3 are emitted",
+                    "set `{key}` to `2` or `3`, or unset it",
+                ),
             },
         ),
         _emit_rule(

@@ -1,7 +1,8 @@
 """Deletion vectors end to end: a table written by compat_write with DVs on, rounds of DELETE, UPDATE and
 MERGE in delta-spark (and one commit whose DV is stored inline), converted to Iceberg v3 one Delta
-version at a time and read by pyiceberg, DuckDB and delta-spark; damaged DVs found by the checker and
-refused by the emitter.
+version at a time and read by pyiceberg, DuckDB and delta-spark; the same kinds of commit and OPTIMIZE
+synced by the session guard in each format the table property chooses (v3 deletion vectors in Puffin
+files, v2 position-delete files); damaged DVs found by the checker and refused by the emitter.
 """
 
 from __future__ import annotations
@@ -32,9 +33,14 @@ from icecompat_writer.deltalog.deletion_vectors import (
 )
 from icecompat_writer.errors import CompatViolation
 from icecompat_writer.iceberg import write_iceberg_metadata
+from icecompat_writer.iceberg.catalogs import sync_catalog
+from icecompat_writer.iceberg.posdeletes import FILE_PATH_FIELD_ID, POS_FIELD_ID
+from icecompat_writer.jvm.bridge import guard_iceberg_syncs
+from tests.catalogservers import RestCatalogServer, iceberg_java_read
 
 from ._support import (
     duckdb_rows,
+    latest_metadata,
     live_files_with_lineage,
     metadata_json,
     normalise,
@@ -121,9 +127,45 @@ def _delta_rows(spark: SparkSession, path: Path, version: int) -> list[dict[str,
     return spark_rows(spark.read.format("delta").option("versionAsOf", version).load(str(path)))
 
 
-def _puffin_positions(root: Path) -> dict[str, list[int]]:
-    """The deleted positions of the current snapshot by data file, read through pyiceberg's Puffin
-    reader from the delete manifests (each entry's blob checked against the Puffin footer)."""
+def _parquet_positions(df: dict[str, Any]) -> list[int]:
+    """The positions of one v2 position-delete file, its schema, order and scope checked against the
+    spec ("Position Delete Files") and its manifest entry."""
+    assert df["file_format"] == "PARQUET" and df["content"] == 1
+    assert "/metadata/" in df["file_path"] and df["file_path"].endswith(".parquet")
+    local = Path(df["file_path"].removeprefix("file://"))
+    assert local.stat().st_size == df["file_size_in_bytes"]
+    table = pq.read_table(local)
+    ids = [(f.name, f.type, f.metadata[b"PARQUET:field_id"]) for f in table.schema if f.metadata]
+    assert [(n, str(t), int(i)) for n, t, i in ids] == [
+        ("file_path", "string", FILE_PATH_FIELD_ID),
+        ("pos", "int64", POS_FIELD_ID),
+    ]
+    assert set(table.column("file_path").to_pylist()) == {df["referenced_data_file"]}
+    positions = table.column("pos").to_pylist()
+    assert positions == sorted(set(positions)) and len(positions) == df["record_count"]
+    lower = {kv["key"]: kv["value"] for kv in df["lower_bounds"]}
+    upper = {kv["key"]: kv["value"] for kv in df["upper_bounds"]}
+    assert lower[FILE_PATH_FIELD_ID] == upper[FILE_PATH_FIELD_ID] == df["referenced_data_file"].encode()
+    return list(positions)
+
+
+def _live_delete_files(root: Path) -> set[str]:
+    """The names of the current snapshot's live delete files."""
+    meta = metadata_json(root)
+    snap = next(s for s in meta["snapshots"] if s["snapshot-id"] == meta["current-snapshot-id"])
+    return {
+        Path(e["data_file"]["file_path"]).name
+        for m in read_avro(snap["manifest-list"])[0]
+        if m["content"] == 1
+        for e in read_avro(m["manifest_path"])[0]
+        if e["status"] != 2
+    }
+
+
+def _delete_positions(root: Path) -> dict[str, list[int]]:
+    """The deleted positions of the current snapshot by data file, read from the delete manifests:
+    v3 deletion vectors through pyiceberg's Puffin reader (each entry's blob checked against the Puffin
+    footer), v2 position-delete files as Parquet."""
     meta = metadata_json(root)
     snap = next(s for s in meta["snapshots"] if s["snapshot-id"] == meta["current-snapshot-id"])
     manifests, _ = read_avro(snap["manifest-list"])
@@ -137,6 +179,10 @@ def _puffin_positions(root: Path) -> dict[str, list[int]]:
             if e["status"] == 2:
                 continue
             df = e["data_file"]
+            if meta["format-version"] == 2:
+                assert df["referenced_data_file"] not in out, "two delete files for one data file"
+                out[df["referenced_data_file"]] = _parquet_positions(df)
+                continue
             assert df["file_format"] == "PUFFIN" and df["content"] == 1
             assert "/metadata/" in df["file_path"] and df["file_path"].endswith(".puffin")
             puffin_bytes = Path(df["file_path"].removeprefix("file://")).read_bytes()
@@ -195,7 +241,7 @@ def test_every_version_reads_the_same_in_iceberg_v3(
         expected = _delta_rows(spark, src, version)
         assert normalise(static_table(mirror).scan().to_arrow()) == expected, f"pyiceberg at v{version}"
         assert duckdb_rows(mirror) == expected, f"DuckDB at v{version}"
-        positions = _puffin_positions(mirror)
+        positions = _delete_positions(mirror)
         live = {f["path"] for f in live_files_with_lineage(mirror) if f["content"] == 0}
         assert set(positions) <= live  # a removed data file took its DV with it
         snapshot = read_snapshot(mirror)
@@ -211,7 +257,7 @@ def test_every_version_reads_the_same_in_iceberg_v3(
     assert not any(mirror.glob("metadata/*.bin"))
 
     # Row lineage: each surviving row's Iceberg _row_id is Delta's row id.
-    positions = _puffin_positions(mirror)
+    positions = _delete_positions(mirror)
     id_field = static_table(mirror).schema().find_field("id").field_id
     iceberg: dict[int, int] = {}
     for f in live_files_with_lineage(mirror):
@@ -229,12 +275,70 @@ def test_every_version_reads_the_same_in_iceberg_v3(
     assert iceberg == {r["id"]: r["rid"] for r in rows}
 
 
-def test_format_v2_is_refused_naming_the_fix(history: History) -> None:
-    with pytest.raises(CompatViolation) as err:
-        write_iceberg_metadata(history.path, format_version=2)
-    assert "ICEBERG-EMIT-DELETION-VECTORS" in err.value.rules
-    assert "emit Iceberg format 3" in str(err.value)
-    assert not (history.path / "metadata").exists()
+SYNCED_ROUNDS = [
+    *ROUNDS[:3],  # DELETE, UPDATE, MERGE
+    "OPTIMIZE delta.`{p}`",  # rewrites the files, their DVs purged
+    "DELETE FROM delta.`{p}` WHERE id IN (5, 6, 7, 8)",  # DVs on OPTIMIZE's new files
+]
+
+
+@pytest.mark.parametrize("fv", [3, 2])
+def test_the_sync_reads_what_delta_spark_reads_after_every_kind_of_commit(
+    spark: SparkSession,
+    tmp_path: Path,
+    rest_catalog: RestCatalogServer,
+    monkeypatch: pytest.MonkeyPatch,
+    fv: int,
+) -> None:
+    """A v3-profile table with DVs on and the sync on, its Iceberg format chosen by the table property:
+    after each guarded DELETE, UPDATE, MERGE and OPTIMIZE, pyiceberg reads exactly delta-spark's rows,
+    and every DV of the log is one delete file of the format (none left once OPTIMIZE purged them).
+    Iceberg Java's generic reader reads the last version through the REST catalog."""
+    path = tmp_path / f"v{fv}"
+    df = spark.range(0, 40, 1, 4).selectExpr(
+        "id", "CAST(id % 3 AS STRING) AS v", "CAST(id % 2 AS INT) AS part"
+    )
+    properties = {
+        "delta.enableDeletionVectors": "true",
+        "delta.universalFormat.enabledFormats": "iceberg",
+        "icecompat.iceberg.format-version": str(fv),
+    }
+    first = compat_write(df, str(path), profile="v3", partition_by="part", properties=properties)
+    assert first.iceberg is not None and first.iceberg.error is None, first.iceberg
+    assert metadata_json(path)["format-version"] == fv
+    guard_iceberg_syncs(spark, drain=True)
+    written_before: set[str] = set()
+    for statement in SYNCED_ROUNDS:
+        spark.sql(statement.format(p=path))
+        version = read_snapshot(path).version
+        synced = [s for s in guard_iceberg_syncs(spark, drain=True) if str(path) in s["table"]]
+        assert [(s["version"], s.get("error")) for s in synced] == [(version, None)], statement
+        meta = metadata_json(path)
+        assert (meta["format-version"], meta["properties"]["icecompat.delta-version"]) == (fv, str(version))
+        assert normalise(static_table(path).scan().to_arrow()) == _delta_rows(spark, path, version), statement
+        positions = _delete_positions(path)
+        snapshot = read_snapshot(path)
+        with_dv = {a.path: a.deletion_vector.cardinality for a in snapshot.add_files if a.deletion_vector}
+        assert with_dv == {p.removeprefix(f"file://{path}/"): len(v) for p, v in positions.items()}
+        if statement.startswith("OPTIMIZE"):
+            assert positions == {} and meta["snapshots"][-1]["summary"]["operation"] == "replace"
+        else:
+            assert positions, statement
+        if fv == 2:  # one position-delete file per DV the commit adds, each live; none rewritten
+            written = {p.name for p in (path / "metadata").glob("*.parquet")}
+            log = (path / "_delta_log" / f"{version:020d}.json").read_text().splitlines()
+            added = [json.loads(line).get("add") for line in log]
+            assert len(written - written_before) == sum(1 for a in added if a and a.get("deletionVector"))
+            assert written - written_before <= _live_delete_files(path)
+            written_before = written
+    if fv == 2:
+        monkeypatch.setenv("PYICEBERG_CATALOG__REST__TYPE", "rest")
+        monkeypatch.setenv("PYICEBERG_CATALOG__REST__URI", rest_catalog.uri)
+        ident = f"dv.v{fv}_{path.parent.name}".replace("-", "_")
+        sync_catalog("rest", ident, str(latest_metadata(path)))
+        snapshot_id, rows = iceberg_java_read(rest_catalog, ident)
+        assert snapshot_id == metadata_json(path)["current-snapshot-id"]
+        assert sorted(rows, key=lambda r: r["id"]) == _delta_rows(spark, path, version)
 
 
 def test_check_and_emitter_name_damaged_dvs(history: History, tmp_path: Path) -> None:

@@ -218,9 +218,9 @@ def test_table_checks_name_the_catalog_rules_and_add_only_what_it_lacks() -> Non
     assert {"ICV3-ENABLED", "ICV3-COLUMN-MAPPING-MODE", "CM-IDS-ASSIGNED"} <= _rules(problems)
     assert not any(r.startswith("ICEBERG-EMIT-") for r in _rules(problems))
 
-    # v3 allows deletion vectors and Iceberg v3 has them; Iceberg v2 has none: the emitter's own rule.
-    # Row tracking is the catalog's (ICV3-ROW-TRACKING), so the emitter's format-version check stays
-    # silent.
+    # v3 allows deletion vectors: Iceberg v3 takes them as deletion vectors, v2 as position-delete
+    # files, so neither format refuses them. Row tracking is the catalog's (ICV3-ROW-TRACKING), so the
+    # emitter's format-version check stays silent.
     dv = Metadata(
         schema_string=EMPTY_SCHEMA,
         configuration={
@@ -232,7 +232,7 @@ def test_table_checks_name_the_catalog_rules_and_add_only_what_it_lacks() -> Non
     _, problems = table_violations(V3_PROTOCOL, dv, 3)
     assert _rules(problems) == {"ICV3-ROW-TRACKING"}
     _, problems = table_violations(V3_PROTOCOL, dv, 2)
-    assert _rules(problems) == {"ICEBERG-EMIT-DELETION-VECTORS", "ICV3-ROW-TRACKING"}
+    assert _rules(problems) == {"ICV3-ROW-TRACKING"}
 
     # writer-v1 forbids deletion vectors itself (ICV2-NO-DELETION-VECTORS); asking for Iceberg v3 is
     # the emitter's business (writer-v1 has no row tracking).
