@@ -76,7 +76,7 @@ def deletion_vector_files(
         dv = read.vectors[f.delta_path]
         placed.append((f, puffin.add_deletion_vector(f.path, dv.blob, dv.cardinality)))
     path = table.writer.puffin_path()
-    size = puffin.write(path)
+    size = puffin.write(path, io)
     return [
         DeleteFile(
             deletion_vector_record(
