@@ -2,7 +2,7 @@
 
 Each kind is one function from (context, rule) to findings, registered with the scope it needs, the
 params a rule must give it, and the extra template fields its findings provide. Kinds know nothing
-about any particular spec: the catalog (``catalog.py``) turns them into spec rules by choosing params.
+about any particular spec: the catalog (``catalog/``) turns them into spec rules by choosing params.
 They are implemented here only: the session guard's JVM side asks the Python rule service
 (:mod:`icecompat_writer.jvm.service`) instead of evaluating rules itself.
 
