@@ -20,9 +20,9 @@ from icecompat_writer.errors import TableReadError
 from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
 from .actions import Metadata, Protocol, TableState
-from .columnar import LiveFiles, build_live_files
 from .files import AddFile
 from .findings import FindingCode, LogFinding
+from .live_columns import LiveFiles, build_live_files
 from .paths import (
     DELTA_LOG_DIR,
     LogFileKind,
