@@ -177,6 +177,5 @@ class Report:
         return "".join(parts)
 
 
-
 def reports_to_json(reports: Iterable[Report]) -> str:
     return json.dumps([r.to_json() for r in reports], indent=2)

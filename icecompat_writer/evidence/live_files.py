@@ -150,7 +150,6 @@ def parse_files_option(text: str) -> tuple[str, int]:
     raise IcecompatError(f"--files takes all, none or sample:N (N > 0), not {text!r}")
 
 
-
 def selected_indexes(snapshot: Snapshot, kind: str, n: int) -> range | set[int]:
     """Which live files get their footer read; a sample is seeded by the version (reproducible)."""
     total = len(snapshot.files)
