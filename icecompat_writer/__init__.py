@@ -49,7 +49,7 @@ _LAZY: dict[str, str] = {
     "UpgradeResult": ".upgrading.api",
     # the exceptions defined next to the code that raises them (every one derives from IcecompatError)
     "CatalogError": ".iceberg.catalogs",
-    "FooterReadError": ".checking.footers",
+    "FooterReadError": ".evidence.footers",
     "MalformedSchemaError": ".rules.schema",
     "ProtocolError": ".jvm.protocol",
     "SchemaIdError": ".iceberg.schema",

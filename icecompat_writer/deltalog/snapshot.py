@@ -2,7 +2,7 @@
 
 This is what the checker audits: protocol, metadata, the live files with what their AddFiles claim,
 application transaction ids, metadata domains, and the findings met on the way. The typed result is
-built from replay.py's reconciled actions; the live files stay columnar (:class:`~.columnar.LiveFiles`)
+built from replay.py's reconciled actions; the live files stay columnar (:class:`~.live_columns.LiveFiles`)
 and every live AddFile path is checked against the table root here, so a file outside the table is
 reported once and never opened by anyone downstream.
 """
@@ -20,9 +20,9 @@ from icecompat_writer.errors import TableReadError
 from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
 from .actions import Metadata, Protocol, TableState
-from .columnar import LiveFiles, build_live_files
 from .files import AddFile
 from .findings import FindingCode, LogFinding
+from .live_columns import LiveFiles, build_live_files
 from .paths import (
     DELTA_LOG_DIR,
     LogFileKind,

@@ -6,7 +6,7 @@ re-implements a rule and can never disagree with the checker about what "complia
 apply is chosen by :func:`rule_set_for`:
 
 - a table that declares a profile (``delta.enableIcebergCompatV3``, ``delta.enableIcebergWriterCompatV1``,
-  ``delta.enableIcebergWriterCompatV3``; :func:`icecompat_writer.checking.check.declared_profile`) is
+  ``delta.enableIcebergWriterCompatV3``; :func:`icecompat_writer.rules.detection.declared_profile`) is
   held to that profile's rules;
 - a table on delta-spark's own IcebergCompatV2 without our writer profile is held to the rules of
   IcebergCompatV2 itself: writer-v1's rules without those of IcebergWriterCompatV1 (ids ``IWC1-*``,

@@ -21,11 +21,11 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from icecompat_writer import storage
-from icecompat_writer.checking.footers import read_object_footer
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.files import DeletionVectorDescriptor
 from icecompat_writer.deltalog.paths import resolve_data_path
 from icecompat_writer.errors import CompatViolation, TableReadError, Violation
+from icecompat_writer.evidence.footers import read_object_footer
 from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
 from .avro import DataFileRecord, PartitionField, avro_name, data_file_record

@@ -38,12 +38,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from icecompat_writer import storage
-from icecompat_writer.checking.check import counted_from_footer, snapshot_facts
-from icecompat_writer.checking.footers import file_facts
 from icecompat_writer.deltalog import Snapshot, read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.errors import Violation
+from icecompat_writer.evidence.footers import file_facts
+from icecompat_writer.evidence.live_files import counted_from_footer, snapshot_facts
 from icecompat_writer.facts import DataFileFacts
 from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 

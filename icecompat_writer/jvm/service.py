@@ -78,12 +78,12 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from icecompat_writer import storage
-from icecompat_writer.checking.footers import FooterReadError, decode_footer, file_facts
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
 from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
 from icecompat_writer.errors import CompatViolation, Violation
+from icecompat_writer.evidence.footers import FooterReadError, decode_footer, file_facts
 from icecompat_writer.iceberg.sync import (
     CATALOG_PROPERTY,
     ENABLED_FORMATS,

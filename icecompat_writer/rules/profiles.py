@@ -1,6 +1,6 @@
 """The three profiles. A profile is configuration only: its name, what it turns on, its rules.
 
-Everything a profile *means* is in its rules (catalog.py); ``properties`` and ``features`` restate what
+Everything a profile *means* is in its rules (catalog/); ``properties`` and ``features`` restate what
 those rules require so that documentation, the checker and the PROFILE-EXCLUSIVE rule can read it
 without interpreting rules (a test keeps the two in agreement).
 """

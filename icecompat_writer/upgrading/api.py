@@ -227,7 +227,7 @@ def upgrade_table(
     comply, :class:`~icecompat_writer.errors.UpgradeRefused` when the rewrite would break the table's
     readers or the table cannot be read whole, :class:`TableReadError` when there is no table.
     """
-    from icecompat_writer.checking.footers import file_facts
+    from icecompat_writer.evidence.footers import file_facts
     from icecompat_writer.jvm import bridge
     from icecompat_writer.planning import get_profile, judge
     from icecompat_writer.writing import transaction

@@ -29,9 +29,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from icecompat_writer.checking.check import CheckFinding, snapshot_facts, violation_file
+from icecompat_writer.checking.report import violation_file
 from icecompat_writer.deltalog import AddFile, Metadata, TableState, read_snapshot
 from icecompat_writer.errors import CompatViolation, IcecompatError, UpgradeRefused, Violation
+from icecompat_writer.evidence.live_files import CheckFinding, snapshot_facts
 from icecompat_writer.planning import Change, Plan, get_profile, judge, plan, validate
 from icecompat_writer.rules.catalog import RULES_BY_ID, layer_violation
 from icecompat_writer.rules.context import CM_MODE_KEY, column_mapping_mode

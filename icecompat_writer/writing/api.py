@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from icecompat_writer.checking.footers import file_facts
 from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
 from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.errors import (
@@ -31,6 +30,7 @@ from icecompat_writer.errors import (
     TableExistsError,
     TableNotFoundError,
 )
+from icecompat_writer.evidence.footers import file_facts
 from icecompat_writer.iceberg.sync import CATALOG_CONF, IcebergSync, sync_after_commit, sync_requested
 from icecompat_writer.planning import Plan, judge, plan
 from icecompat_writer.storage import FileIO

@@ -21,7 +21,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from icecompat_writer.checking import footers
 from icecompat_writer.checking.check import (
     CheckFinding,
     Report,
@@ -33,6 +32,7 @@ from icecompat_writer.checking.check import (
 from icecompat_writer.cli.main import main
 from icecompat_writer.deltalog.actions import Metadata
 from icecompat_writer.errors import IcecompatError, TableReadError, Violation
+from icecompat_writer.evidence import footers
 from icecompat_writer.planning import UnknownProfileError
 from icecompat_writer.rules.catalog import CATALOG, RULES_BY_ID
 from icecompat_writer.rules.kinds import KINDS
@@ -427,9 +427,9 @@ def test_violation_file_is_none_for_rules_without_a_file() -> None:
 
 
 def test_the_checkers_claims_are_exactly_what_file_facts_builds() -> None:
-    from icecompat_writer.checking.check import _claims
-    from icecompat_writer.checking.footers import file_facts
     from icecompat_writer.deltalog.files import AddFile
+    from icecompat_writer.evidence.footers import file_facts
+    from icecompat_writer.evidence.live_files import _claims
 
     full = AddFile.from_json(
         lb.add(
@@ -497,8 +497,8 @@ def test_file_rules_say_nothing_about_a_file_with_numrecords_no_dv_and_no_footer
 def test_check_table_finds_what_validating_every_files_claims_finds(
     tmp_path: Path, files: str, profile: str
 ) -> None:
-    from icecompat_writer.checking.check import _claims
     from icecompat_writer.deltalog import read_snapshot
+    from icecompat_writer.evidence.live_files import _claims
     from icecompat_writer.planning import validate
 
     extra = [

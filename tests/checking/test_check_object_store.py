@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from icecompat_writer import storage
-from icecompat_writer.checking import footers
 from icecompat_writer.checking.check import check_table
-from icecompat_writer.checking.footers import TAIL_BYTES
 from icecompat_writer.deltalog import read_snapshot
+from icecompat_writer.evidence import footers
+from icecompat_writer.evidence.footers import TAIL_BYTES
 from tests.checking.test_check import codes_of, rows_of
 from tests.cli.synthetic import build_table, stats, write_data_file
 from tests.deltalog import logbuilder as lb
@@ -133,7 +133,7 @@ def test_a_footer_longer_than_the_tail_read_costs_exactly_one_more_ranged_read(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from icecompat_writer.checking.footers import read_object_footer
+    from icecompat_writer.evidence.footers import read_object_footer
 
     wide = pa.table({f"c{i:04d}": [i] for i in range(1500)})
     pq.write_table(wide, tmp_path / "wide.parquet", store_schema=False)

@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from icecompat_writer.checking.footers import FooterReadError, decode_footer, file_facts, read_footer
 from icecompat_writer.deltalog import AddFile, read_snapshot
 from icecompat_writer.errors import TableReadError
+from icecompat_writer.evidence.footers import FooterReadError, decode_footer, file_facts, read_footer
 from icecompat_writer.facts import ParquetField, ParquetFooter
 
 FID = b"PARQUET:field_id"

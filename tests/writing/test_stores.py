@@ -19,9 +19,9 @@ from pyspark.errors.exceptions.captured import UnsupportedOperationException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from icecompat_writer.checking import footers
 from icecompat_writer.checking.check import check_table
 from icecompat_writer.errors import CompatViolation
+from icecompat_writer.evidence import footers
 from icecompat_writer.upgrading.api import upgrade_table
 from icecompat_writer.writing.api import compat_write
 from tests.objectstores import Store, StoreRoot

@@ -1,0 +1,138 @@
+"""Rules of data types: which types a profile allows, which type changes Iceberg can follow, and the
+features a schema's types and defaults require."""
+
+from __future__ import annotations
+
+from icecompat_writer.rules.catalog.shared import (
+    ALL,
+    ICEBERG_WIDENINGS,
+    KERNEL_W3,
+    P2_WRITER,
+    P_DEFAULTS,
+    P_NTZ,
+    P_TYPE_WIDENING,
+    P_VARIANT,
+    R3_WRITER,
+    TYPE_WIDENING_FEATURES,
+    UPGRADE,
+    V2_TYPES,
+    V3_TYPES,
+    V3S,
+    W1,
+    W_DISALLOWED,
+    W_WRITER,
+    WRITERS,
+)
+from icecompat_writer.rules.model import Rule
+
+
+def type_rules() -> list[Rule]:
+    return [
+        Rule(
+            "ICV3-TYPE-ALLOWLIST",
+            V3S,
+            "type_allowlist",
+            checks="Every type in the schema is on the IcebergCompatV3 allow-list.",
+            message="type {type} is not allowed by IcebergCompatV3",
+            fix="cast the column to an allowed type before writing",
+            clause=R3_WRITER,
+            params={"allowed": list(V3_TYPES)},
+        ),
+        Rule(
+            "ICV2-TYPE-ALLOWLIST",
+            (W1,),
+            "type_allowlist",
+            checks="Every type in the schema is on the IcebergCompatV2 allow-list (so no variant).",
+            message="type {type} is not allowed by IcebergCompatV2",
+            fix="cast the column to an allowed type before writing",
+            clause=P2_WRITER,
+            also=(W_WRITER, W_DISALLOWED),
+            params={"allowed": list(V2_TYPES)},
+        ),
+        Rule(
+            "IWC1-NO-BYTE-SHORT",
+            WRITERS,
+            "forbidden_types",
+            checks="No column, element, key or value has type byte or short.",
+            message="type {type} is not allowed by IcebergWriterCompat",
+            fix="cast the column to integer before writing",
+            clause=W_WRITER,
+            reference=KERNEL_W3,
+            params={"types": ["byte", "short"]},
+        ),
+        Rule(
+            "ICV3-TYPE-WIDENING",
+            V3S,
+            "type_widening_allowlist",
+            checks="When type widening is supported, every recorded type change is one Iceberg can apply.",
+            message="type change {from_type} -> {to_type} recorded in delta.typeChanges is not allowed by "
+            "IcebergCompatV3",
+            fix="rewrite the affected data files and drop the type change history (" + UPGRADE + ")",
+            clause=R3_WRITER,
+            also=(P_TYPE_WIDENING,),
+            params={
+                "when_features": list(TYPE_WIDENING_FEATURES),
+                "changes": [list(c) for c in ICEBERG_WIDENINGS],
+                "decimal_precision_increase": True,
+            },
+        ),
+        Rule(
+            "ICV2-TYPE-WIDENING",
+            (W1,),
+            "type_widening_allowlist",
+            checks="When type widening is supported, every recorded type change is supported by Iceberg V2.",
+            message="type change {from_type} -> {to_type} recorded in delta.typeChanges is not supported "
+            "by Iceberg V2",
+            fix="rewrite the affected data files and drop the type change history (" + UPGRADE + ")",
+            clause=P2_WRITER,
+            also=(P_TYPE_WIDENING,),
+            params={
+                "when_features": list(TYPE_WIDENING_FEATURES),
+                "changes": [list(c) for c in ICEBERG_WIDENINGS],
+                "decimal_precision_increase": True,
+            },
+        ),
+        Rule(
+            "ICV3-LITERAL-DEFAULTS",
+            V3S,
+            "literal_write_defaults",
+            checks="Every column write default (CURRENT_DEFAULT) is a literal value of the column's type.",
+            message="the default of this {type} column is not a literal value of its type",
+            fix="drop the default, or write it as {expected}",
+            clause=R3_WRITER,
+            params={"key": "CURRENT_DEFAULT"},
+        ),
+        Rule(
+            "DELTA-TIMESTAMP-NTZ-FEATURE",
+            ALL,
+            "type_requires_features",
+            checks="A schema with timestamp_ntz supports the timestampNtz feature.",
+            message="type {type} needs table feature {feature}",
+            fix="add {feature} to readerFeatures and writerFeatures",
+            clause=P_NTZ,
+            params={"types": ["timestamp_ntz"], "features": [["timestampNtz"]]},
+            autofix="adds timestampNtz to readerFeatures and writerFeatures",
+        ),
+        Rule(
+            "DELTA-VARIANT-FEATURE",
+            V3S,
+            "type_requires_features",
+            checks="A schema with variant supports the variantType (or variantType-preview) feature.",
+            message="type {type} needs table feature {feature}",
+            fix="add {feature} to readerFeatures and writerFeatures",
+            clause=P_VARIANT,
+            params={"types": ["variant"], "features": [["variantType", "variantType-preview"]]},
+            autofix="adds variantType to readerFeatures and writerFeatures",
+        ),
+        Rule(
+            "DELTA-COLUMN-DEFAULTS-FEATURE",
+            V3S,
+            "column_metadata_requires_features",
+            checks="A schema with column defaults supports the allowColumnDefaults feature.",
+            message="column defaults (`{key}`) need table feature {feature}",
+            fix="add {feature} to writerFeatures",
+            clause=P_DEFAULTS,
+            params={"keys": ["CURRENT_DEFAULT"], "features": [["allowColumnDefaults"]]},
+            autofix="adds allowColumnDefaults to writerFeatures",
+        ),
+    ]
