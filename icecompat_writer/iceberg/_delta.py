@@ -23,6 +23,7 @@ from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 __all__ = [
     "Commit",
     "DeltaState",
+    "checksum_file_count",
     "commit_versions",
     "commit_versions_from",
     "iter_commits",
@@ -70,10 +71,13 @@ def commit_versions(root: Location, *, io: FileIO = DEFAULT_IO) -> list[int]:
     return versions
 
 
-def commit_versions_from(root: Location, first: int, *, io: FileIO = DEFAULT_IO) -> list[int]:
-    """Versions ``>= first`` with a commit file, ascending, from one listing of ``_delta_log`` that
-    starts at ``first`` (:meth:`~icecompat_writer.storage.FileIO.list_from`): the log's past is not
-    listed. TableReadError when there is no log."""
+def commit_versions_from(
+    root: Location, first: int, *, io: FileIO = DEFAULT_IO
+) -> tuple[list[int], frozenset[int]]:
+    """Versions ``>= first`` with a commit file, ascending, and those with a checksum file (``.crc``),
+    from one listing of ``_delta_log`` that starts at ``first``
+    (:meth:`~icecompat_writer.storage.FileIO.list_from`): the log's past is not listed.
+    TableReadError when there is no log."""
     log_dir = root / DELTA_LOG_DIR
     try:
         listed = io.list_from(log_dir, f"{first - 1:020d}.~" if first > 0 else "")
@@ -83,12 +87,28 @@ def commit_versions_from(root: Location, first: int, *, io: FileIO = DEFAULT_IO)
         raise TableReadError(f"not a Delta table: {log_dir} is not a directory") from None
     except OSError as e:
         raise TableReadError(f"cannot list the Delta log {log_dir}: {e}") from e
-    versions = []
+    versions: list[int] = []
+    checksums: set[int] = set()
     for entry in listed:
         parsed = parse_log_file_name(entry.location)
-        if parsed is not None and parsed.kind is LogFileKind.COMMIT and parsed.version >= first:
+        if parsed is None or parsed.version < first:
+            continue
+        if parsed.kind is LogFileKind.COMMIT:
             versions.append(parsed.version)
-    return sorted(versions)
+        elif parsed.kind is LogFileKind.CHECKSUM:
+            checksums.add(parsed.version)
+    return sorted(versions), frozenset(checksums)
+
+
+def checksum_file_count(root: Location, version: int, *, io: FileIO = DEFAULT_IO) -> int | None:
+    """``numFiles`` of the version's checksum file (``<version>.crc``, which delta-spark writes with
+    each commit: the live-file count of that version); None when it is missing or unreadable."""
+    try:
+        doc = json.loads(io.new_input(root / DELTA_LOG_DIR / f"{version:020d}.crc").read())
+    except (OSError, ValueError, RecursionError):
+        return None
+    count = doc.get("numFiles") if isinstance(doc, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else None
 
 
 def load_commit(root: Location, version: int, *, io: FileIO = DEFAULT_IO) -> Commit:

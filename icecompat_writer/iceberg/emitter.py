@@ -329,7 +329,7 @@ def _sync_from_record(
     if not converted.isdigit() or (format_version is not None and format_version != fv):
         return None  # refused by the replaying path, with every problem named
     last = int(converted)
-    versions = _delta.commit_versions_from(root, last, io=io)
+    versions, checksums = _delta.commit_versions_from(root, last, io=io)
     if not versions or versions[0] != last or versions != list(range(last, versions[-1] + 1)):
         return None
     meta = TableMetadata.from_json(raw)
@@ -344,7 +344,10 @@ def _sync_from_record(
         return None
     if rules_key(recorded.metadata, fv) != meta.properties.get(PROP_VERIFIED_RULES):
         return None
-    verified = verify_commits(root, meta, commits, latest, fv, recorded.protocol, recorded.metadata, io=io)
+    count = _delta.checksum_file_count(root, latest, io=io) if latest in checksums else None
+    verified = verify_commits(
+        root, meta, commits, latest, fv, recorded.protocol, recorded.metadata, count, io=io
+    )
     table = IcebergTable(root, meta, recorded.metadata.id, io)
     table.checked_inside = verified.inside
     with Transaction(table, previous) as tx:

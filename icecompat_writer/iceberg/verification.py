@@ -360,6 +360,7 @@ def verify_commits(
     format_version: int,
     protocol: Protocol,
     metadata: Metadata,
+    live_files: int | None = None,
     *,
     io: FileIO = DEFAULT_IO,
 ) -> Verified:
@@ -373,7 +374,8 @@ def verify_commits(
     files ``commits`` add that are still live at ``version`` need their footers read, exactly as in
     :func:`verify_since`. What the snapshot gave besides: the live-file count, which the caller takes
     from the converted Iceberg snapshot instead (``files`` is -1 here), and ``new_paths``, here
-    proved from row ids (:func:`fresh_row_ids`) instead of from the count.
+    proved from row ids (:func:`fresh_row_ids`), or from the count as :func:`verify_since` proves it
+    when ``live_files`` gives the count at ``version`` (the checksum file Delta wrote with it).
     """
     added, n_adds, removes = _added_since(commits)
     facts: list[DataFileFacts] = []
@@ -389,7 +391,15 @@ def verify_commits(
         inside,
         io,
     )
-    new_paths = removes == 0 and n_adds == len(added) and fresh_row_ids(meta, metadata, added.values())
+    before = int(meta.properties[PROP_VERIFIED_FILES])
+    new_paths = (
+        removes == 0
+        and n_adds == len(added)
+        and (
+            fresh_row_ids(meta, metadata, added.values())
+            or (live_files is not None and before + len(added) == live_files)
+        )
+    )
     return Verified(
         version,
         protocol,

@@ -244,3 +244,55 @@ def test_a_sync_after_log_clean_up_catches_up_in_one_snapshot(tmp_path: Path) ->
             assert write_iceberg_metadata(tmp_path).verification == "incremental"
     assert sorted(opened) == [_commit_name(4), _commit_name(5)]
     assert _iceberg_ids(tmp_path) == _delta_ids(tmp_path)
+
+
+@contextmanager
+def opened_manifests() -> Iterator[list[str]]:
+    """Names of the Iceberg manifests (not manifest lists) opened inside the block."""
+    global _manifests
+    _manifests = []
+    try:
+        yield _manifests
+    finally:
+        _manifests = None
+
+
+_manifests: list[str] | None = None
+
+
+def _audit_manifests(event: str, args: tuple[Any, ...]) -> None:
+    if event == "open" and _manifests is not None and args and isinstance(args[0], (str, Path)):
+        name = Path(str(args[0])).name
+        if name.endswith(".avro") and not name.startswith("snap-"):
+            _manifests.append(name)
+
+
+sys.addaudithook(_audit_manifests)
+
+
+@pytest.mark.parametrize("checksum", [True, False])
+def test_an_append_to_a_v2_table_reads_no_manifest_when_the_checksum_counts_its_files(
+    tmp_path: Path, checksum: bool
+) -> None:
+    """Iceberg v2 has no row ids to prove that an add is not a recommit of a live file: the live-file
+    count of the new version (its ``.crc``) proves it as the replayed count did; without one, the sync
+    reads the current manifests (still not the Delta log's past)."""
+    table = build_table(tmp_path, "writer-v1", files=3, rows_per_file=ROWS)
+    write_iceberg_metadata(tmp_path)
+    assert metadata_json(tmp_path)["format-version"] == 2
+    new = []
+    for i in range(3, 5):
+        name = f"part-{i:05d}-v1.c000.snappy.parquet"
+        size = write_data_file(tmp_path / name, table.metadata, i * ROWS, ROWS)
+        new.append(lb.add(name, stats=stats(ROWS), size=size))
+    lb.LogBuilder(tmp_path).commit(1, [lb.commit_info("WRITE"), *new])
+    if checksum:
+        lb.LogBuilder(tmp_path).raw(
+            _commit_name(1).replace(".json", ".crc"), json.dumps({"numFiles": 5}).encode()
+        )
+    with opened_manifests() as manifests:
+        result = write_iceberg_metadata(tmp_path)
+    assert result.verification == "incremental"
+    assert [(s.operation, s.added_files) for s in result.snapshots] == [("append", 2)]
+    assert bool(manifests) is not checksum
+    assert _iceberg_ids(tmp_path) == _delta_ids(tmp_path)
