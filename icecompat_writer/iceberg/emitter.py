@@ -12,9 +12,14 @@ only what the new commits add. Nothing under the table root other than ``metadat
 data file is touched.
 
 A run is a few named steps: find the current metadata file (:func:`_current_metadata`); for a first
-run, find where conversion starts (:func:`_first_version`), else adopt the existing metadata
-(:func:`_adopt`) and verify what the new commits add; then, in one :class:`.transaction.Transaction`,
-produce each Delta version's snapshot (:func:`_produce`) and apply it, and commit the next metadata file.
+run, find where conversion starts (:func:`_first_version`); for a later one, read only the commits
+after the converted version and what the previous run recorded (:func:`_sync_from_record`: the sync
+after a commit costs what the commit costs), or, when that record cannot stand in for the log, adopt
+the existing metadata against the replayed snapshot (:func:`_adopt`), catching up in one snapshot when
+the commits to continue from were cleaned up (:func:`_catch_up`); verify what the new commits add;
+then, in one :class:`.transaction.Transaction`, produce each Delta version's snapshot
+(:func:`_produce`) and apply it, record what the next run needs (:func:`_record`), and commit the next
+metadata file.
 Every file under ``metadata/`` is listed, read, written and deleted through one
 :class:`~icecompat_writer.storage.FileIO` (the ``io`` argument).
 
