@@ -28,6 +28,7 @@ from .table import IcebergTable, NewFile, refuse
 __all__ = ["deletion_vector_files"]
 
 
+
 def deletion_vector_files(
     table: IcebergTable, files: Sequence[NewFile], version: int, *, io: FileIO = DEFAULT_IO
 ) -> list[DeleteFile]:
