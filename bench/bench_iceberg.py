@@ -1,10 +1,13 @@
 """Time ``write_iceberg_metadata`` on the checker benchmark's synthetic logs, with real data files.
 
-Two measurements: :func:`measure` (first conversions at several sizes, the section "Iceberg metadata
-emission") and :func:`measure_sync` (one table, side by side in one run: the sync after a 10-file commit,
+Three measurements: :func:`measure` (first conversions at several sizes, the section "Iceberg metadata
+emission"), :func:`measure_sync` (one table, side by side in one run: the sync after a 10-file commit,
 the same sync with full verification, a first conversion, and pyiceberg's own ``Table.add_files`` of the
-same live files; the section "Iceberg sync and first conversion vs pyiceberg"). Run alone with
-``.venv/bin/python -m bench.bench_iceberg [--sizes 10000,20000] [--runs 3] [--no-compare]``.
+same live files; the section "Iceberg sync and first conversion vs pyiceberg") and
+:func:`measure_sync_cost` (the sync after a 10-file commit by table size, from the record and by
+replaying the log, each in a process of its own for its peak RSS; the section "Iceberg sync: what a
+small commit costs by table size"). Run alone with
+``.venv/bin/python -m bench.bench_iceberg [--sizes 10000,20000] [--runs 3] [--no-compare] [--cost]``.
 
 Used by ``bench.run`` (``bin/bench``). The emitter reads more than the log: before converting, it
 checks the latest version with the rule catalog and the facts of every live data file, so it opens
@@ -23,6 +26,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -365,12 +369,172 @@ def sync_section(rows: list[SyncRow]) -> list[str]:
     return [*lines, ""]
 
 
+# --- the sync after a small commit by table size: from the record vs replaying the log ----------------
+
+RECORD_SYNC = "sync from the record"
+REPLAY_SYNC = "sync replaying the log"
+COST_TARGET_S = 0.2
+COST_AT = 1_000_000
+
+_CHILD = """
+import json, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from icecompat_writer.iceberg import write_iceberg_metadata
+
+
+def status(key):
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])  # KiB
+    raise KeyError(key)
+
+
+warm, root = Path(sys.argv[2]), Path(sys.argv[3])
+write_iceberg_metadata(warm)  # imports and first-use costs paid on a small table
+Path("/proc/self/clear_refs").write_text("5")  # the peak RSS (VmHWM) starts again from the current RSS
+base = status("VmRSS")
+t0 = time.perf_counter()
+result = write_iceberg_metadata(root)
+elapsed = time.perf_counter() - t0
+peak = status("VmHWM")
+print(json.dumps({"s": elapsed, "base_kib": base, "peak_kib": peak, "verification": result.verification,
+                  "snapshots": [s.operation for s in result.snapshots], "footers": result.footers_read}))
+"""
+
+
+@dataclass
+class CostRow:
+    """One table size: per arm, the seconds of each run and the process's peak RSS (MiB, Linux
+    ``VmHWM``, reset just before the sync) in each run, and the RSS before the sync started (imports,
+    the warm-up). ``ru_maxrss`` would not do: Linux carries it over from the parent across ``exec``."""
+
+    size: int
+    runs: int
+    seconds: dict[str, list[float]] = field(default_factory=dict)
+    peak_mib: dict[str, list[float]] = field(default_factory=dict)
+    base_mib: dict[str, list[float]] = field(default_factory=dict)
+    build_s: float = 0.0
+    first_s: float = 0.0
+
+
+def _forget_state(root: Path) -> None:
+    """Remove the record of the Delta state from the current metadata: the next sync replays the log
+    (the path every sync took before the record)."""
+    meta_dir = root / METADATA_DIR
+    hint = (meta_dir / "version-hint.text").read_text().strip()
+    path = meta_dir / f"v{hint}.metadata.json"
+    doc = json.loads(path.read_text())
+    doc["properties"].pop("icecompat.delta-state", None)
+    path.write_text(json.dumps(doc, indent=2))
+
+
+def _child_sync(warm: Path, root: Path) -> dict[str, Any]:
+    project = str(Path(__file__).resolve().parent.parent)
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, project, str(warm), str(root)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def measure_sync_cost(
+    sizes: list[int],
+    runs: int,
+    *,
+    workdir: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[CostRow]:
+    """Per size: build the table, convert it once, then ``runs`` rounds of two interleaved arms, each a
+    10-file commit followed by a sync in a fresh process (warmed on a 300-file table first): the sync
+    from the record (:func:`write_iceberg_metadata` as it runs after every commit) and the same with
+    the state record removed, which replays the log as every sync did before the record."""
+    say = progress or (lambda _msg: None)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench_iceberg_cost_", dir=workdir) as tmp:
+        warm = Path(tmp) / "warm"
+        build(warm, 300, with_data=True)
+        write_iceberg_metadata(warm)
+        warm_size = (warm / _template_path(0)).stat().st_size
+        warm_version = max(int(p.name[:20]) for p in (warm / "_delta_log").glob("*.json")) + 1
+        warm_next = 2000
+        for size in sizes:
+            row = CostRow(size, runs)
+            for arm in (RECORD_SYNC, REPLAY_SYNC):
+                row.seconds[arm], row.peak_mib[arm], row.base_mib[arm] = [], [], []
+            root = Path(tmp) / f"t{size}"
+            say(f"iceberg sync cost: building a {size:,}-file table")
+            t0 = time.perf_counter()
+            build(root, size, with_data=True)
+            row.build_s = time.perf_counter() - t0
+            say(f"iceberg sync cost: {size:,} files: first conversion")
+            t0 = time.perf_counter()
+            write_iceberg_metadata(root)
+            row.first_s = time.perf_counter() - t0
+            file_size = (root / _template_path(0)).stat().st_size
+            version = max(int(p.name[:20]) for p in (root / "_delta_log").glob("*.json")) + 1
+            next_file = size + 1000
+            for run in range(1, runs + 1):
+                for arm in (RECORD_SYNC, REPLAY_SYNC):
+                    say(f"iceberg sync cost: {size:,} files, run {run}/{runs}: {arm}")
+                    _commit_files(root, version, next_file, file_size)
+                    version, next_file = version + 1, next_file + COMMIT_FILES
+                    _commit_files(warm, warm_version, warm_next, warm_size)
+                    warm_version, warm_next = warm_version + 1, warm_next + COMMIT_FILES
+                    if arm == REPLAY_SYNC:  # the warm-up takes the same path as the timed sync
+                        _forget_state(root)
+                        _forget_state(warm)
+                    got = _child_sync(warm, root)
+                    assert got["verification"] == "incremental", got
+                    assert got["snapshots"] == ["append"] and got["footers"] == COMMIT_FILES, got
+                    row.seconds[arm].append(float(got["s"]))
+                    row.peak_mib[arm].append(int(got["peak_kib"]) / 1024)
+                    row.base_mib[arm].append(int(got["base_kib"]) / 1024)
+            rows.append(row)
+            shutil.rmtree(root)
+    return rows
+
+
+def cost_section(rows: list[CostRow]) -> list[str]:
+    """The markdown table of :func:`measure_sync_cost` (medians; RSS in MiB per arm: before the sync,
+    and its peak during the sync), then every run's seconds."""
+    lines = [
+        f"| files | runs | {RECORD_SYNC} | RSS before / peak | {REPLAY_SYNC} | RSS before / peak |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        cells = []
+        for arm in (RECORD_SYNC, REPLAY_SYNC):
+            base, peak = statistics.median(r.base_mib[arm]), statistics.median(r.peak_mib[arm])
+            cells.append(f"{statistics.median(r.seconds[arm]):.3f} s | {base:.0f} / {peak:.0f} MiB")
+        lines.append(f"| {r.size:,} | {r.runs} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for r in rows:
+        for arm in (RECORD_SYNC, REPLAY_SYNC):
+            samples = ", ".join(f"{x:.3f}" for x in r.seconds[arm])
+            lines.append(f"- {r.size:,} files, {arm}: {samples} s")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Iceberg sync and first conversion vs pyiceberg")
     parser.add_argument("--sizes", default="10000", help="comma-separated table sizes (live files)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-compare", action="store_true", help="only first conversion and sync")
+    parser.add_argument("--cost", action="store_true", help="the sync's cost by table size, with peak RSS")
     args = parser.parse_args(argv)
+    if args.cost:
+
+        def say(message: str) -> None:
+            print(message, file=sys.stderr, flush=True)
+
+        cost = measure_sync_cost([int(x) for x in args.sizes.split(",")], args.runs, progress=say)
+        for r in cost:
+            say(f"{r.size:,} files: built in {r.build_s:.1f} s, first conversion {r.first_s:.1f} s")
+        print("\n".join(cost_section(cost)))
+        return
     rows = []
     for size in (int(x) for x in args.sizes.split(",")):
         rows.append(

@@ -8,16 +8,28 @@ and one that came from a commit look the same to the emitter.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from icecompat_writer.deltalog import list_versions, read_commit, read_snapshot
+from icecompat_writer.deltalog import list_versions, read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
+from icecompat_writer.deltalog.paths import DELTA_LOG_DIR, LogFileKind, commit_file_name, parse_log_file_name
 from icecompat_writer.errors import TableReadError
 from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
-__all__ = ["Commit", "DeltaState", "commit_versions", "iter_commits", "load_commit", "state_at"]
+__all__ = [
+    "Commit",
+    "DeltaState",
+    "checksum_file_count",
+    "commit_versions",
+    "commit_versions_from",
+    "iter_commits",
+    "load_commit",
+    "state_at",
+]
 
 
 @dataclass(frozen=True)
@@ -28,6 +40,9 @@ class Commit:
     timestamp_ms: int
     operation: str | None
     actions: tuple[tuple[str, dict[str, Any]], ...]
+    digest: str = ""
+    """``sha256:<hex>`` of the commit file's bytes: the next sync checks that the log still holds this
+    very commit before it trusts what it recorded about the versions up to it."""
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [obj for k, obj in self.actions if k == kind]
@@ -56,17 +71,80 @@ def commit_versions(root: Location, *, io: FileIO = DEFAULT_IO) -> list[int]:
     return versions
 
 
+def commit_versions_from(
+    root: Location, first: int, *, io: FileIO = DEFAULT_IO
+) -> tuple[list[int], frozenset[int]]:
+    """Versions ``>= first`` with a commit file, ascending, and those with a checksum file (``.crc``),
+    from one listing of ``_delta_log`` that starts at ``first``
+    (:meth:`~icecompat_writer.storage.FileIO.list_from`): the log's past is not listed.
+    TableReadError when there is no log."""
+    log_dir = root / DELTA_LOG_DIR
+    try:
+        listed = io.list_from(log_dir, f"{first - 1:020d}.~" if first > 0 else "")
+    except FileNotFoundError:
+        raise TableReadError(f"not a Delta table: {log_dir} does not exist") from None
+    except NotADirectoryError:
+        raise TableReadError(f"not a Delta table: {log_dir} is not a directory") from None
+    except OSError as e:
+        raise TableReadError(f"cannot list the Delta log {log_dir}: {e}") from e
+    versions: list[int] = []
+    checksums: set[int] = set()
+    for entry in listed:
+        parsed = parse_log_file_name(entry.location)
+        if parsed is None or parsed.version < first:
+            continue
+        if parsed.kind is LogFileKind.COMMIT:
+            versions.append(parsed.version)
+        elif parsed.kind is LogFileKind.CHECKSUM:
+            checksums.add(parsed.version)
+    return sorted(versions), frozenset(checksums)
+
+
+def checksum_file_count(root: Location, version: int, *, io: FileIO = DEFAULT_IO) -> int | None:
+    """``numFiles`` of the version's checksum file (``<version>.crc``, which delta-spark writes with
+    each commit: the live-file count of that version); None when it is missing or unreadable."""
+    try:
+        doc = json.loads(io.new_input(root / DELTA_LOG_DIR / f"{version:020d}.crc").read())
+    except (OSError, ValueError, RecursionError):
+        return None
+    count = doc.get("numFiles") if isinstance(doc, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else None
+
+
 def load_commit(root: Location, version: int, *, io: FileIO = DEFAULT_IO) -> Commit:
-    """One commit with its timestamp (in-commit timestamp, else commitInfo.timestamp, else file time)."""
+    """One commit with its timestamp (in-commit timestamp, else commitInfo.timestamp, else file time)
+    and the digest of its bytes.
+
+    Strict: a missing commit or a damaged line raises TableReadError (a sync must not convert half of
+    a commit)."""
+    log_dir = root / DELTA_LOG_DIR
+    path = log_dir / commit_file_name(version)
+    try:
+        data = io.new_input(path).read()
+    except FileNotFoundError:
+        raise TableReadError(f"commit {version} does not exist in {log_dir}") from None
+    except OSError as e:
+        raise TableReadError(f"cannot read commit {version} in {log_dir}: {e}") from e
     actions: list[tuple[str, dict[str, Any]]] = []
-    for line in read_commit(root, version, io=io):
+    for number, raw in enumerate(data.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw)
+        except ValueError as e:
+            raise TableReadError(f"commit {version} line {number} is not valid JSON: {e}") from e
+        except RecursionError:
+            raise TableReadError(f"commit {version} line {number} is JSON nested too deeply") from None
+        if not isinstance(line, dict):
+            raise TableReadError(f"commit {version} line {number} is not a JSON object")
         actions.extend((str(k), v) for k, v in line.items() if isinstance(v, dict))
     info = next((obj for k, obj in actions if k == "commitInfo"), {})
     ts = info.get("inCommitTimestamp", info.get("timestamp"))
     if isinstance(ts, bool) or not isinstance(ts, int):
-        ts = io.new_input(root / "_delta_log" / f"{version:020d}.json").mtime_ms()
+        ts = io.new_input(path).mtime_ms()
     op = info.get("operation")
-    return Commit(version, int(ts), None if op is None else str(op), tuple(actions))
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    return Commit(version, int(ts), None if op is None else str(op), tuple(actions), digest)
 
 
 def iter_commits(root: Location, start: int, end: int, *, io: FileIO = DEFAULT_IO) -> Iterator[Commit]:

@@ -12,9 +12,14 @@ only what the new commits add. Nothing under the table root other than ``metadat
 data file is touched.
 
 A run is a few named steps: find the current metadata file (:func:`_current_metadata`); for a first
-run, find where conversion starts (:func:`_first_version`), else adopt the existing metadata
-(:func:`_adopt`) and verify what the new commits add; then, in one :class:`.transaction.Transaction`,
-produce each Delta version's snapshot (:func:`_produce`) and apply it, and commit the next metadata file.
+run, find where conversion starts (:func:`_first_version`); for a later one, read only the commits
+after the converted version and what the previous run recorded (:func:`_sync_from_record`: the sync
+after a commit costs what the commit costs), or, when that record cannot stand in for the log, adopt
+the existing metadata against the replayed snapshot (:func:`_adopt`), catching up in one snapshot when
+the commits to continue from were cleaned up (:func:`_catch_up`); verify what the new commits add;
+then, in one :class:`.transaction.Transaction`, produce each Delta version's snapshot
+(:func:`_produce`) and apply it, record what the next run needs (:func:`_record`), and commit the next
+metadata file.
 Every file under ``metadata/`` is listed, read, written and deleted through one
 :class:`~icecompat_writer.storage.FileIO` (the ``io`` argument).
 
@@ -30,8 +35,10 @@ position-delete files, :mod:`.posdeletes`), :mod:`.manifests`
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +47,7 @@ from icecompat_writer.deltalog import Snapshot as DeltaSnapshot
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.paths import table_root_path
-from icecompat_writer.errors import CompatViolation, TableReadError, Violation
+from icecompat_writer.errors import CompatViolation, IcebergSyncWarning, TableReadError, Violation
 from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
 from . import _delta
@@ -53,16 +60,28 @@ from .metadata import (
     PROP_DELTA_VERSION,
     PROP_NAME_MAPPING,
     VERSION_HINT,
+    SetProperties,
     TableMetadata,
 )
 from .producers import SnapshotChanges, producer_for
 from .schema import violation
 from .table import IcebergTable, SnapshotInfo, refusal_context, refuse
 from .transaction import Transaction
-from .verification import Verified, record_update, verify_full, verify_since
+from .verification import (
+    PROP_VERIFIED_RULES,
+    Verified,
+    record_problem,
+    record_update,
+    rules_key,
+    verify_commits,
+    verify_full,
+    verify_since,
+)
 
 __all__ = [
     "METADATA_DIR",
+    "PROP_DELTA_COMMIT",
+    "PROP_DELTA_STATE",
     "PROP_DELTA_TABLE_ID",
     "PROP_DELTA_VERSION",
     "PROP_NAME_MAPPING",
@@ -70,6 +89,13 @@ __all__ = [
     "SnapshotInfo",
     "write_iceberg_metadata",
 ]
+
+
+PROP_DELTA_COMMIT = "icecompat.delta-commit"
+"""``sha256:<hex>`` of the Delta commit file of the converted version (``icecompat.delta-version``)."""
+PROP_DELTA_STATE = "icecompat.delta-state"
+"""The name, in ``metadata/``, of the file holding the Delta protocol and metadata in force at the
+converted version (``{"protocol": ..., "metaData": ...}``, the log's JSON shapes)."""
 
 
 @dataclass(frozen=True)
@@ -196,11 +222,16 @@ def write_iceberg_metadata(
     if format_version is not None and format_version not in (2, 3):
         raise ValueError(f"format_version must be 2 or 3, not {format_version!r}")
     root = table_root_path(os.fspath(table_root))
-    versions = _delta.commit_versions(root, io=io)
     previous = _current_metadata(root, io)
     if previous is None:
+        versions = _delta.commit_versions(root, io=io)
         return _first_conversion(root, versions[-1], format_version, io)
-    return _incremental_conversion(root, versions, previous, format_version, io)
+    raw = json.loads(io.new_input(previous[1]).read().decode("utf-8"))
+    synced = _sync_from_record(root, previous, raw, format_version, io)
+    if synced is not None:
+        return synced
+    versions = _delta.commit_versions(root, io=io)
+    return _incremental_conversion(root, versions, previous, raw, format_version, io)
 
 
 def _current_metadata(root: Location, io: FileIO) -> tuple[int, Location] | None:
@@ -224,26 +255,163 @@ def _first_conversion(root: Location, latest: int, format_version: int | None, i
         tx.make_directory()
         tx.apply(_produce(table, first_commit, (), list(state.adds.values()), True, new_paths=True))
         commits = _delta.iter_commits(root, start + 1, latest, io=io)
-        _convert_commits(tx, commits, state.protocol, state.metadata)
-        tx.update(record_update(verified))
+        last_commit = _convert_commits(tx, commits, state.protocol, state.metadata) or first_commit
+        _record(tx, verified, last_commit, None)
         number, path = tx.commit()
     return _result(root, table, number, path, latest, verified)
+
+
+@dataclass(frozen=True)
+class _Recorded:
+    """What the previous run recorded about the Delta version it converted, checked against the log:
+    the protocol and metadata in force there, and the name of the file they were read from."""
+
+    protocol: Protocol
+    metadata: Metadata
+    state_file: str
+
+
+def _recorded_state(
+    root: Location, meta: TableMetadata, converted: _delta.Commit, io: FileIO
+) -> _Recorded | None:
+    """The Delta state the previous run recorded, when it may stand in for a replay of the log.
+
+    Delta commit files are immutable and a version is committed once, so when the log still holds the
+    very commit the previous run converted (same bytes: ``icecompat.delta-commit``), its versions up
+    to that one are the ones that run read, and the protocol and metadata it recorded as in force
+    there still are. That also answers the same-table check up to that version: the recorded Delta
+    table id is the one of this log. None (the caller replays the log) when the metadata has no
+    record, the commit differs or is gone, or the state file is missing, malformed or names
+    another table id.
+    """
+    props = meta.properties
+    name = props.get(PROP_DELTA_STATE, "")
+    if not converted.digest or props.get(PROP_DELTA_COMMIT) != converted.digest:
+        return None
+    if not name or "/" in name or "\\" in name or not name.endswith(".json"):
+        return None
+    try:
+        doc = json.loads(io.new_input(root / METADATA_DIR / name).read().decode("utf-8"))
+        protocol = Protocol.from_json(doc["protocol"])
+        metadata = Metadata.from_json(doc["metaData"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if metadata.id != props.get(PROP_DELTA_TABLE_ID):
+        return None
+    return _Recorded(protocol, metadata, name)
+
+
+def _sync_from_record(
+    root: Location,
+    previous: tuple[int, Location],
+    raw: dict[str, Any],
+    format_version: int | None,
+    io: FileIO,
+) -> IcebergResult | None:
+    """The sync after a commit, reading only the commits after the converted version and what the
+    previous run left in ``metadata/``; None when that is not enough and the log must be replayed
+    (:func:`_incremental_conversion` then runs every check on the snapshot as before).
+
+    Every check of the replaying path is made, from what the new commits and the previous metadata
+    already say:
+
+    - which versions are new: one listing of ``_delta_log`` from the converted version on
+      (:func:`._delta.commit_versions_from`); the converted commit must still be there and the new
+      ones contiguous, else (log clean-up, a gap) the replaying path decides;
+    - the same table: the converted commit is byte-identical to the one the previous run converted
+      (:func:`_recorded_state`), so the Delta table id in force there is the recorded one; a new
+      ``metaData`` action would carry any other id, and a commit that changes the protocol or the
+      metadata takes the replaying path anyway;
+    - the format version: the previous metadata's own, as in :func:`_adopt`;
+    - compliance: no new commit changes the protocol or the metadata, so the recorded ones are in
+      force at the latest version, every old file was verified under them, and the verification
+      record (:func:`.verification.record_problem`, rule set) holds; then the footers of the new
+      commits' files are read (:func:`.verification.verify_commits`), exactly what
+      :func:`.verification.verify_since` reads;
+    - the live-file count the record keeps is the converted snapshot's own ``total-data-files``,
+      which the producers keep equal to Delta's live set (a re-added path replaces its entry).
+    """
+    props = {str(k): str(v) for k, v in (raw.get("properties") or {}).items()}
+    converted = props.get(PROP_DELTA_VERSION, "")
+    fv = int(raw.get("format-version", 2))
+    if not converted.isdigit() or (format_version is not None and format_version != fv):
+        return None  # refused by the replaying path, with every problem named
+    last = int(converted)
+    versions, checksums = _delta.commit_versions_from(root, last, io=io)
+    if not versions or versions[0] != last or versions != list(range(last, versions[-1] + 1)):
+        return None
+    meta = TableMetadata.from_json(raw)
+    recorded = _recorded_state(root, meta, _delta.load_commit(root, last, io=io), io)
+    if recorded is None:
+        return None
+    latest = versions[-1]
+    if latest == last:
+        return IcebergResult(root, previous[1], previous[0], meta.format_version, latest, (), written=False)
+    commits = list(_delta.iter_commits(root, last + 1, latest, io=io))
+    if any(c.changes_table for c in commits) or record_problem(meta) is not None:
+        return None
+    if rules_key(recorded.metadata, fv) != meta.properties.get(PROP_VERIFIED_RULES):
+        return None
+    count = _delta.checksum_file_count(root, latest, io=io) if latest in checksums else None
+    verified = verify_commits(
+        root, meta, commits, latest, fv, recorded.protocol, recorded.metadata, count, io=io
+    )
+    table = IcebergTable(root, meta, recorded.metadata.id, io)
+    table.checked_inside = verified.inside
+    with Transaction(table, previous) as tx:
+        tx.set_delta_state(recorded.protocol, recorded.metadata, last)
+        table.resume()
+        _convert_commits(tx, commits, recorded.protocol, recorded.metadata, new_paths=verified.new_paths)
+        _record(tx, verified, commits[-1], recorded)
+        number, path = tx.commit()
+    return _result(root, table, number, path, latest, verified)
+
+
+def _record(tx: Transaction, verified: Verified, last: _delta.Commit, recorded: _Recorded | None) -> None:
+    """Record, with the metadata being committed, what the next sync needs to read only what is new:
+    the verification record, the digest of the last converted commit, and the Delta protocol and
+    metadata in force there (a new state file only when they differ from the recorded ones; it is
+    written by this run, so an abort removes it with the run's other files)."""
+    table = tx.table
+    if verified.files < 0:  # counted from the converted snapshot (see verify_commits)
+        snap = table.metadata.current_snapshot()
+        total = None if snap is None else snap.summary.get("total-data-files", "")
+        verified = dataclasses.replace(verified, files=int(total) if total and total.isdigit() else 0)
+    assert table.protocol is not None and table.delta_metadata is not None
+    state = {"protocol": table.protocol.to_json(), "metaData": table.delta_metadata.to_json()}
+    if recorded is not None and state == {
+        "protocol": recorded.protocol.to_json(),
+        "metaData": recorded.metadata.to_json(),
+    }:
+        name = recorded.state_file
+    else:
+        name = f"{table.writer.run_id}-delta-state.json"
+        location = table.meta_dir / name
+        table.io.new_output(location).write(json.dumps(state, separators=(",", ":")).encode("utf-8"))
+        table.writer.written.append(location)
+    tx.update(
+        record_update(verified),
+        SetProperties(((PROP_DELTA_COMMIT, last.digest), (PROP_DELTA_STATE, name))),
+    )
 
 
 def _incremental_conversion(
     root: Location,
     versions: list[int],
     previous: tuple[int, Location],
+    raw: dict[str, Any],
     format_version: int | None,
     io: FileIO,
 ) -> IcebergResult:
-    """Iceberg metadata exists: snapshots for the Delta versions after the one it records."""
+    """Iceberg metadata exists and its record cannot stand in for the log (see
+    :func:`_sync_from_record`): snapshots for the Delta versions after the one it records, checked
+    against the replayed snapshot of the latest version."""
     latest = versions[-1]
-    meta, last, snap = _adopt(root, previous, latest, format_version, io)
+    meta, last, snap = _adopt(root, previous, raw, latest, format_version, io)
     if last == latest:
         return IcebergResult(root, previous[1], previous[0], meta.format_version, latest, (), written=False)
     if last + 1 < versions[0]:
-        raise CompatViolation([violation("ICEBERG-EMIT-HISTORY", "", first=last + 1, last=versions[0] - 1)])
+        return _catch_up(root, previous, meta, last, versions[0], snap, io)
     commits = list(_delta.iter_commits(root, last + 1, latest, io=io))
     verified = verify_since(root, meta, commits, latest, meta.format_version, snap, io=io)
     if any(c.changes_table for c in commits):
@@ -257,21 +425,78 @@ def _incremental_conversion(
         tx.set_delta_state(base_protocol, base_metadata, last)
         table.resume()
         _convert_commits(tx, commits, base_protocol, base_metadata, new_paths=verified.new_paths)
-        tx.update(record_update(verified))
+        _record(tx, verified, commits[-1], None)
+        number, path = tx.commit()
+    return _result(root, table, number, path, latest, verified)
+
+
+def _catch_up(
+    root: Location,
+    previous: tuple[int, Location],
+    meta: TableMetadata,
+    last: int,
+    oldest: int,
+    snap: DeltaSnapshot,
+    io: FileIO,
+) -> IcebergResult:
+    """The commits after the converted version were cleaned up before a sync converted them (a sync
+    outage longer than the log's retention): the current Delta version becomes ONE new snapshot of
+    the same Iceberg table, with a warning.
+
+    The versions in between cannot get snapshots of their own (their actions are gone), but the
+    table they lead to is known: the latest snapshot, verified in full like a first conversion. Its
+    snapshot replaces every live file of the current Iceberg snapshot by the Delta snapshot's live
+    files (an ``overwrite``; files that stayed are re-added with their unchanged row ids, so row
+    lineage holds, and their deletion vectors are written again). The table uuid, the schemas (a
+    schema equal to a recorded one keeps its id), the partition specs, the older snapshots and the
+    row-id counter carry over.
+    """
+    latest = snap.version
+    warnings.warn(
+        f"Delta commits {last + 1}..{oldest - 1} of {root} were cleaned up before they were converted to "
+        f"Iceberg: Delta version {latest} is converted as one Iceberg snapshot on top of the one of "
+        f"version {last}; the versions in between have no Iceberg snapshot",
+        IcebergSyncWarning,
+        stacklevel=4,
+    )
+    verified = verify_full(
+        root, latest, meta.format_version, f"Delta commits {last + 1}..{oldest - 1} are gone", snap, io=io
+    )
+    commit = _delta.load_commit(root, latest, io=io)
+    table = IcebergTable(root, meta, snap.metadata.id, io)
+    table.checked_inside = verified.inside
+    with Transaction(table, previous) as tx:
+        tx.set_delta_state(snap.protocol, snap.metadata, latest)
+        table.resume()
+        live, _ = table.files.index()
+        new_files = table.new_files([a.to_json() for a in snap.add_files], latest)
+        deletes = any(f.deletion_vector is not None for f in new_files)
+        kind = producer_for(bool(new_files), bool(live), True, deletes=deletes)
+        producer = kind(
+            table, delta_version=latest, timestamp_ms=commit.timestamp_ms, delta_operation=commit.operation
+        )
+        producer.add_position_deletes(deletion_vector_files(table, new_files, latest, io=table.io))
+        tx.apply(producer.add_files(new_files).remove_files(set(live)).produce())
+        _record(tx, verified, commit, None)
         number, path = tx.commit()
     return _result(root, table, number, path, latest, verified)
 
 
 def _adopt(
-    root: Location, previous: tuple[int, Location], latest: int, format_version: int | None, io: FileIO
+    root: Location,
+    previous: tuple[int, Location],
+    raw: dict[str, Any],
+    latest: int,
+    format_version: int | None,
+    io: FileIO,
 ) -> tuple[TableMetadata, int, DeltaSnapshot]:
-    """The existing metadata, the Delta version it records, and the Delta snapshot at ``latest``.
+    """The existing metadata (``raw``, as read), the Delta version it records, and the Delta snapshot
+    at ``latest``.
 
     Refused when the metadata was not written for this Delta table (``ICEBERG-EMIT-EXISTING-METADATA``)
     or a format version other than its own is asked for, by ``format_version`` or else by the table
     property ``icecompat.iceberg.format-version`` (``ICEBERG-EMIT-FORMAT-VERSION``).
     """
-    raw = json.loads(io.new_input(previous[1]).read().decode("utf-8"))
     props = {str(k): str(v) for k, v in (raw.get("properties") or {}).items()}
     converted = props.get(PROP_DELTA_VERSION)
     snap = read_snapshot(root, latest, io=io)  # protocol, metadata and live files at ``latest`` (one replay)
@@ -322,15 +547,17 @@ def _convert_commits(
     metadata: Metadata,
     *,
     new_paths: bool = False,
-) -> None:
+) -> _delta.Commit | None:
     """One snapshot per commit, each applied before the next is produced; protocol/metadata changes are
-    checked as they come.
+    checked as they come. Returns the last commit converted (None: there was none).
 
     ``new_paths``: the caller proved that no commit adds a path that is live before it (then appends
     never read the existing manifests).
     """
     table = tx.table
+    last: _delta.Commit | None = None
     for commit in commits:
+        last = commit
         changed = False
         for kind, obj in commit.actions:
             if kind == "protocol":
@@ -346,6 +573,7 @@ def _convert_commits(
         file_actions = list(adds.values()) + commit.of_kind("remove")
         data_change = not file_actions or any(bool(a.get("dataChange", True)) for a in file_actions)
         tx.apply(_produce(table, commit, removes, list(adds.values()), data_change, new_paths=new_paths))
+    return last
 
 
 def _produce(

@@ -34,7 +34,8 @@ the full check.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from icecompat_writer import storage
@@ -48,7 +49,7 @@ from icecompat_writer.facts import DataFileFacts
 from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
 from . import _delta
-from .checks import rule_set_for, table_violations
+from .checks import row_tracking_enabled, rule_set_for, table_violations
 from .locations import data_path_outside, outside_violation
 from .metadata import PROP_DELTA_VERSION, SetProperties, TableMetadata
 from .table import refusal_context, refuse
@@ -61,6 +62,7 @@ __all__ = [
     "record_problem",
     "record_update",
     "rules_key",
+    "verify_commits",
     "verify_full",
     "verify_since",
 ]
@@ -262,17 +264,7 @@ def verify_since(
             snap,
             io=io,
         )
-    # The files the new commits add that are still live at ``version`` (in commit order).
-    added: dict[str, Mapping[str, object]] = {}
-    n_adds = removes = 0
-    for c in commits:
-        for kind, obj in c.actions:
-            if kind == "add":
-                n_adds += 1
-                added[str(obj["path"])] = obj
-            elif kind == "remove":
-                removes += 1
-                added.pop(str(obj["path"]), None)
+    added, n_adds, removes = _added_since(commits)
     facts: list[DataFileFacts] = []
     inside: set[str] = set()
     read = _check(
@@ -296,6 +288,124 @@ def verify_since(
         snap.metadata,
         key,
         len(snap.files),
+        read,
+        False,
+        "",
+        new_paths,
+        frozenset(inside),
+    )
+
+
+def _added_since(commits: Sequence[_delta.Commit]) -> tuple[dict[str, Mapping[str, object]], int, int]:
+    """The files ``commits`` add that are still live after the last of them (by path, in commit
+    order), how many ``add`` actions they hold and how many ``remove`` actions."""
+    added: dict[str, Mapping[str, object]] = {}
+    n_adds = removes = 0
+    for c in commits:
+        for kind, obj in c.actions:
+            if kind == "add":
+                n_adds += 1
+                added[str(obj["path"])] = obj
+            elif kind == "remove":
+                removes += 1
+                added.pop(str(obj["path"]), None)
+    return added, n_adds, removes
+
+
+def _record_count(add: Mapping[str, object]) -> int | None:
+    stats = add.get("stats")
+    if not isinstance(stats, str):
+        return None
+    try:
+        value = json.loads(stats).get("numRecords")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def fresh_row_ids(meta: TableMetadata, metadata: Metadata, adds: Iterable[Mapping[str, object]]) -> bool:
+    """Whether every one of ``adds`` provably names a file that is not live in ``meta``'s current
+    snapshot, from row ids alone (no manifest read).
+
+    Delta's row tracking (PROTOCOL.md, "Writer Requirements for Row Tracking"): a recommitted ``add``
+    of a path carries the ``baseRowId`` of the last ``add`` of that path, and a new file gets a
+    ``baseRowId`` above the high-water mark. Every live file of this v3 table entered it with its
+    Delta ``baseRowId`` as its ``first_row_id``, and the table's ``next-row-id`` is at least each
+    file's ``first_row_id`` plus its record count (:mod:`.producers`). So a live file's ``baseRowId``
+    is below ``next-row-id`` (equal only for a file of no rows), and an ``add`` whose ``baseRowId`` is
+    above it, or equal with rows in it, is not a recommit of a live file. Anything else (row tracking
+    off or suspended, v2, a missing id or count) proves nothing: the caller then reads the index.
+    """
+    n = meta.next_row_id
+    if meta.format_version < 3 or n is None or not row_tracking_enabled(metadata):
+        return False
+    for add in adds:
+        base = add.get("baseRowId")
+        if isinstance(base, bool) or not isinstance(base, int):
+            return False
+        if base > n:
+            continue
+        records = _record_count(add)
+        if base == n and records is not None and records > 0:
+            continue
+        return False
+    return True
+
+
+def verify_commits(
+    root: Location,
+    meta: TableMetadata,
+    commits: Sequence[_delta.Commit],
+    version: int,
+    format_version: int,
+    protocol: Protocol,
+    metadata: Metadata,
+    live_files: int | None = None,
+    *,
+    io: FileIO = DEFAULT_IO,
+) -> Verified:
+    """:func:`verify_since` without the Delta snapshot of ``version``: what a sync after a small commit
+    reads, so that its cost follows the commit, not the table.
+
+    The caller established what :func:`verify_since` learns from the snapshot: the record in ``meta``
+    is consistent (:func:`record_problem`), ``protocol``/``metadata`` are those in force at the
+    recorded version, none of ``commits`` changes them (so they are in force at ``version`` too, and
+    the old files were verified under them), and the rule set is the recorded one. Then only the
+    files ``commits`` add that are still live at ``version`` need their footers read, exactly as in
+    :func:`verify_since`. What the snapshot gave besides: the live-file count, which the caller takes
+    from the converted Iceberg snapshot instead (``files`` is -1 here), and ``new_paths``, here
+    proved from row ids (:func:`fresh_row_ids`), or from the count as :func:`verify_since` proves it
+    when ``live_files`` gives the count at ``version`` (the checksum file Delta wrote with it).
+    """
+    added, n_adds, removes = _added_since(commits)
+    facts: list[DataFileFacts] = []
+    inside: set[str] = set()
+    read = _check(
+        root,
+        version,
+        protocol,
+        metadata,
+        format_version,
+        [AddFile.from_json(a) for a in added.values()],
+        facts,
+        inside,
+        io,
+    )
+    before = int(meta.properties[PROP_VERIFIED_FILES])
+    new_paths = (
+        removes == 0
+        and n_adds == len(added)
+        and (
+            fresh_row_ids(meta, metadata, added.values())
+            or (live_files is not None and before + len(added) == live_files)
+        )
+    )
+    return Verified(
+        version,
+        protocol,
+        metadata,
+        rules_key(metadata, format_version),
+        -1,
         read,
         False,
         "",

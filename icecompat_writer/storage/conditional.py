@@ -1,4 +1,4 @@
-"""The two object-store operations pyarrow's filesystems cannot do as the table needs them.
+"""The object-store operations pyarrow's filesystems cannot do as the table needs them.
 
 * Create an object only if it does not exist yet (the Iceberg metadata commit): pyarrow has no
   precondition, so this goes through the cloud's SDK: S3 ``PutObject`` with ``If-None-Match: *``
@@ -8,6 +8,8 @@
   object for the parent prefix after each delete (so that the directory seems to survive), which
   would leave objects in a bucket the table never had; an aborted write must leave the bucket
   byte-identical. S3 deletes in batches of 1,000 keys per request.
+* List a directory from a key on (Delta's ``listFrom``): pyarrow's selector always lists a prefix
+  from its start; S3's ``StartAfter`` and GCS's ``start_offset`` begin where the caller says.
 
 The SDKs are imported only here and only when called; they are optional extras of the package
 (``icecompat_writer[s3]``, ``[gcs]``, ``[azure]``), and a missing one is a
@@ -27,7 +29,7 @@ from .config import StoreOptions, endpoint_parts
 from .filesystems import cached_client, filesystem_kwargs, parse_connection_string
 from .uri import ObjectPath
 
-__all__ = ["EXTRAS", "create_object_if_absent", "delete_objects", "get_object"]
+__all__ = ["EXTRAS", "create_object_if_absent", "delete_objects", "get_object", "list_objects_after"]
 
 # store family -> (module imported, package extra that installs it)
 EXTRAS: dict[str, tuple[str, str]] = {
@@ -75,6 +77,61 @@ def get_object(path: ObjectPath, options: StoreOptions) -> bytes | None:
         raise OSError(f"cannot read {path}: {e}") from e
     except BotoCoreError as e:  # no connection, bad credentials setup, ...: an I/O error like pyarrow's
         raise OSError(f"cannot read {path}: {e}") from e
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported (a dotted name whose parent package is absent is not)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def list_objects_after(
+    directory: ObjectPath, start_after: str, options: StoreOptions
+) -> list[tuple[str, int]] | None:
+    """(name, size) of the objects directly under ``directory`` whose names sort after
+    ``start_after``, asked of the store from that key on: S3 ``ListObjectsV2`` with ``StartAfter``,
+    GCS ``list_blobs`` with ``start_offset``. None where the store has no such listing (Azure) or its
+    SDK is not installed: the caller lists the whole directory instead.
+
+    ``FileNotFoundError`` when nothing is under ``directory`` at all (as a full listing raises), so
+    an empty answer means only that nothing is new."""
+    prefix = directory.key + "/" if directory.key else ""
+    if directory.family == "s3" and importlib.util.find_spec("boto3") is not None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        client = _s3_client(directory, options)
+        out: list[tuple[str, int]] = []
+        try:
+            pages = client.get_paginator("list_objects_v2").paginate(
+                Bucket=directory.bucket, Prefix=prefix, Delimiter="/", StartAfter=prefix + start_after
+            )
+            for page in pages:
+                out.extend(
+                    (str(o["Key"])[len(prefix) :], int(o.get("Size", 0))) for o in page.get("Contents", [])
+                )
+            if not out:
+                probe = client.list_objects_v2(Bucket=directory.bucket, Prefix=prefix, MaxKeys=1)
+                if not probe.get("KeyCount"):
+                    raise FileNotFoundError(2, f"{directory} does not exist", str(directory))
+        except ClientError as e:
+            raise OSError(f"cannot list {directory}: {e}") from e
+        except BotoCoreError as e:
+            raise OSError(f"cannot list {directory}: {e}") from e
+        return [(n, s) for n, s in out if n and "/" not in n and not n.startswith(".")]
+    if directory.family == "gcs" and _installed("google.cloud.storage"):
+        client = _gcs_client(directory, options)
+        blobs = list(
+            client.list_blobs(
+                directory.bucket, prefix=prefix, delimiter="/", start_offset=prefix + start_after
+            )
+        )
+        if not blobs and not list(client.list_blobs(directory.bucket, prefix=prefix, max_results=1)):
+            raise FileNotFoundError(2, f"{directory} does not exist", str(directory))
+        named = ((str(b.name)[len(prefix) :], int(b.size or 0)) for b in blobs)
+        return [(n, s) for n, s in named if n and "/" not in n and not n.startswith(".")]
+    return None
 
 
 def _s3_client(path: ObjectPath, options: StoreOptions) -> Any:

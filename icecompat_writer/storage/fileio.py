@@ -26,7 +26,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from . import local
-from .conditional import create_object_if_absent, delete_objects, get_object
+from .conditional import create_object_if_absent, delete_objects, get_object, list_objects_after
 from .config import StoreOptions, endpoint_parts, resolve_options
 from .filesystems import filesystem, options_for
 from .uri import Location, ObjectPath, parse_location
@@ -307,6 +307,25 @@ class FileIO:
             for i in infos
             if i.type == pafs.FileType.File and not i.base_name.startswith(".")
         ]
+
+    def list_from(self, directory: Location, start_after: str) -> list[FileEntry]:
+        """The regular files directly inside ``directory`` whose names sort after ``start_after``, in
+        name order (Delta's ``listFrom``: a reader that knows where the log was need not list its past).
+
+        On S3 one paginated ``ListObjectsV2`` with ``StartAfter`` (and on GCS ``list_blobs`` with
+        ``start_offset``) asks the store only for the keys after it, so the cost follows what is new,
+        not how long the directory is. Locally one ``scandir`` filtered by name (no ``stat``), and on
+        Azure, whose listing has no start key, or without the cloud SDK, the full listing filtered
+        the same way. Errors as :meth:`list_files`.
+        """
+        if not isinstance(directory, Path):
+            infos = list_objects_after(directory, start_after, self.options(directory))
+            if infos is not None:
+                return sorted(
+                    (FileEntry(directory / name, size) for name, size in infos if name > start_after),
+                    key=lambda e: e.name,
+                )
+        return sorted((e for e in self.list_files(directory) if e.name > start_after), key=lambda e: e.name)
 
     def list_tree(self, directory: Location) -> list[FileEntry]:
         """Every file under ``directory``, at any depth (one paginated listing on an object store)."""

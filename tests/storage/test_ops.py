@@ -284,3 +284,23 @@ def test_a_new_tables_directories_are_pruned_up_to_the_first_it_made(tmp_path: P
     assert io.prune_empty_directories(root, [], whole_tree=True, up_to=tmp_path / "new") == 3
     assert not (tmp_path / "new").exists() and tmp_path.is_dir()
     assert io.prune_empty_directories(obj("s3a://bkt/t"), [obj("s3a://bkt/t/p=1/f")], whole_tree=True) == 0
+
+
+def test_list_from_lists_only_the_names_after_the_key(store: Store) -> None:
+    """Delta's ``listFrom``: S3 asks the store from the key on (``StartAfter``), Azure and local disk
+    filter one listing; every store answers the same names, in order."""
+    where = store("t")
+    log = parse_location(where.uri) / "_delta_log"
+    names = ["00000000000000000001.json", "00000000000000000002.crc", "00000000000000000002.json", "_x"]
+    for name in names:
+        storage.write_bytes(log / name, b"{}")
+    storage.write_bytes(log / "_sidecars/00000000000000000003.parquet", b"y")  # not in this directory
+    storage.write_bytes(log / ".00000000000000000004.json.crc", b"z")  # a hidden file is not listed
+    io = storage.FileIO()
+    listed = io.list_from(log, "00000000000000000001.~")
+    assert [e.name for e in listed] == names[1:]
+    assert all(e.size == (-1 if store.kind == "local" else 2) for e in listed)
+    assert [e.name for e in io.list_from(log, "")] == names
+    assert io.list_from(log, "~") == []
+    with pytest.raises(FileNotFoundError):
+        io.list_from(parse_location(where.uri) / "missing", "")
