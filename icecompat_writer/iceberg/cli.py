@@ -42,9 +42,8 @@ from .emitter import (
     write_iceberg_metadata,
 )
 from .metadata import METADATA_DIR
-from .schema import violation
 from .sync import IDENTIFIER_PROPERTY
-from .verification import verify_since
+from .verification import verify_full, verify_since
 
 __all__ = [
     "JSON_FORMAT",
@@ -158,17 +157,22 @@ def plan_conversion(
         start, _, fv, _ = _first_version(root, latest, format_version, io)
         target = root / METADATA_DIR / "v1.metadata.json"
         return ConversionPlan(str(root), latest, None, start, 1, str(target), fv, "full")
-    meta, last, snap = _adopt(root, previous, latest, format_version, io)
+    raw = json.loads(io.new_input(previous[1]).read().decode("utf-8"))
+    meta, last, snap = _adopt(root, previous, raw, latest, format_version, io)
     if last == latest:
         return ConversionPlan(
             str(root), latest, last, None, previous[0], str(previous[1]), meta.format_version, ""
         )
-    if last + 1 < versions[0]:
-        raise CompatViolation([violation("ICEBERG-EMIT-HISTORY", "", first=last + 1, last=versions[0] - 1)])
-    commits = list(_delta.iter_commits(root, last + 1, latest, io=io))
-    verified = verify_since(root, meta, commits, latest, meta.format_version, snap, io=io)
     number = previous[0] + 1
     target = root / METADATA_DIR / f"v{number}.metadata.json"
+    if last + 1 < versions[0]:  # the commits in between were cleaned up: one catch-up snapshot
+        gone = f"Delta commits {last + 1}..{versions[0] - 1} are gone"
+        verify_full(root, latest, meta.format_version, gone, snap, io=io)
+        label = f"full (one catch-up snapshot: {gone})"
+        fv = meta.format_version
+        return ConversionPlan(str(root), latest, last, latest, number, str(target), fv, label)
+    commits = list(_delta.iter_commits(root, last + 1, latest, io=io))
+    verified = verify_since(root, meta, commits, latest, meta.format_version, snap, io=io)
     kind = "full" if verified.full else "incremental"
     return ConversionPlan(str(root), latest, last, last + 1, number, str(target), meta.format_version, kind)
 

@@ -323,12 +323,6 @@ def layer_rules() -> list[Rule]:
                 )
             },
         ),
-        _emit_rule(
-            "ICEBERG-EMIT-HISTORY",
-            "Every Delta commit since the last conversion still exists.",
-            "Delta commits {first}..{last} were cleaned up before they were converted",
-            "delete metadata/ and convert again from the current state",
-        ),
         Rule(
             "UPGRADE-UNREADABLE",
             ALL,
