@@ -18,8 +18,10 @@ import org.apache.xbean.asm9.Opcodes;
  * method so that its result passes through {@code WriterCompatFeatures.extend(Map)} (in the shim
  * jar) before it is returned. A second rewrite ({@link #metadataHook}) gives the session guard its
  * view of every metadata update, and a third ({@link #icebergStep}) lets the guard's own Iceberg
- * sync stand in for Delta's pre-commit Iceberg conversion when delta-iceberg is absent. Nothing else
- * in Delta is touched.
+ * sync stand in for Delta's pre-commit Iceberg conversion when delta-iceberg is absent. A fourth
+ * ({@link #rowTrackingWatermark}) lets a commit to a row-tracking table read the row ID high-water
+ * mark from the read snapshot's checksum instead of rebuilding the snapshot's whole state. Nothing
+ * else in Delta is touched.
  *
  * <p>The agent jar holds only this class: it is on the system class path, which cannot see Delta;
  * the injected call is resolved by the class loader that loaded delta-spark (the one of {@code
@@ -69,15 +71,30 @@ public final class FeatureRegistryAgent {
   static final String CONVERTS_NAME = "deltaConvertsIceberg";
   static final String CONVERTS_DESC = "(L" + UNIFORM + ";" + METADATA + ")Z";
 
+  /** System property recording the row-tracking high-water-mark hook: "patched" or "failed:...". */
+  public static final String ROW_TRACKING_STATUS_PROPERTY = "icecompat.agent.rowtracking";
+
+  static final String ROWID_TARGET = "org/apache/spark/sql/delta/RowId$";
+  static final String WATERMARK = "extractHighWatermark";
+  static final String SNAPSHOT = "Lorg/apache/spark/sql/delta/Snapshot;";
+  static final String WATERMARK_DESC = "(" + SNAPSHOT + ")Lscala/Option;";
+  static final String DOMAIN_UTILS = "org/apache/spark/sql/delta/RowId$RowTrackingMetadataDomain$";
+  static final String FROM_SNAPSHOT = "fromSnapshot";
+  static final String FROM_SNAPSHOT_DESC = "(" + SNAPSHOT + ")Lscala/Option;";
+  static final String WATERMARK_OWNER = "io/icecompat/shim/HighWatermark";
+  static final String WATERMARK_HOOK_DESC = "(L" + DOMAIN_UTILS + ";" + SNAPSHOT + ")Lscala/Option;";
+
   private FeatureRegistryAgent() {}
 
   public static void premain(String args, Instrumentation inst) {
     System.setProperty(STATUS_PROPERTY, "loaded");
     System.setProperty(GUARD_STATUS_PROPERTY, "loaded");
     System.setProperty(ICEBERG_STATUS_PROPERTY, "loaded");
+    System.setProperty(ROW_TRACKING_STATUS_PROPERTY, "loaded");
     inst.addTransformer(featureRegistry(), false);
     inst.addTransformer(metadataHook(), false);
     inst.addTransformer(icebergStep(), false);
+    inst.addTransformer(rowTrackingWatermark(), false);
   }
 
   /**
@@ -209,5 +226,33 @@ public final class FeatureRegistryAgent {
         },
         sites -> sites[0] == 1 && sites[1] == 1 ? "patched" : "failed:" + ICEBERG_STEP + ICEBERG_STEP_DESC
             + " with one " + ICEBERG_ENABLED + " test not found in " + TXN_TARGET);
+  }
+
+  /**
+   * {@code RowId.extractHighWatermark(snapshot)}, which every commit to a table that supports row
+   * tracking calls on its read snapshot, reads the {@code delta.rowTracking} domain with {@code
+   * RowTrackingMetadataDomain.fromSnapshot(snapshot)}: {@code snapshot.domainMetadata}, a full state
+   * reconstruction (a Spark job over the whole log) of a snapshot that is new after every commit. The
+   * call becomes {@code HighWatermark.fromSnapshot(RowTrackingMetadataDomain, snapshot)}, which
+   * answers from the snapshot's own checksum when that holds the table's domain metadata and asks
+   * Delta's {@code fromSnapshot} otherwise. A straight-line edit: one call replaced by another that
+   * takes the same stack (the module, the snapshot) and leaves the same type.
+   */
+  static MethodRewrite rowTrackingWatermark() {
+    return new MethodRewrite(ROWID_TARGET, WATERMARK, WATERMARK_DESC, true, ROW_TRACKING_STATUS_PROPERTY,
+        (mv, sites) -> new MethodVisitor(Opcodes.ASM9, mv) {
+          @Override
+          public void visitMethodInsn(int opcode, String owner, String name, String desc, boolean itf) {
+            if (opcode == Opcodes.INVOKEVIRTUAL && DOMAIN_UTILS.equals(owner)
+                && FROM_SNAPSHOT.equals(name) && FROM_SNAPSHOT_DESC.equals(desc)) {
+              super.visitMethodInsn(Opcodes.INVOKESTATIC, WATERMARK_OWNER, FROM_SNAPSHOT, WATERMARK_HOOK_DESC, false);
+              sites[0]++;
+              return;
+            }
+            super.visitMethodInsn(opcode, owner, name, desc, itf);
+          }
+        },
+        sites -> sites[0] == 1 ? "patched" : "failed:" + WATERMARK + WATERMARK_DESC + " with one "
+            + FROM_SNAPSHOT + " call not found in " + ROWID_TARGET);
   }
 }

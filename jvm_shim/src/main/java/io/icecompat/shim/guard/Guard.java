@@ -45,6 +45,8 @@ public final class Guard {
   public static final String AGENT_GUARD_STATUS = "icecompat.agent.guard";
   /** System property the agent sets for Delta's pre-commit Iceberg step: "patched" or "failed:...". */
   public static final String AGENT_ICEBERG_STATUS = "icecompat.agent.iceberg";
+  /** The agent's row-tracking high-water-mark hook (a cost, not a check: never in {@link #missing}). */
+  public static final String AGENT_ROW_TRACKING_STATUS = "icecompat.agent.rowtracking";
   public static final String EXTENSION_CLASS = "io.icecompat.shim.guard.GuardExtension";
   public static final String LOG_STORE_CLASS = "io.icecompat.shim.guard.GuardedLogStore";
 
@@ -200,6 +202,8 @@ public final class Guard {
     out.put("agent_metadata_hook", System.getProperty(AGENT_GUARD_STATUS, "absent"));
     // the pre-commit Iceberg step is patched when Delta first loads its transaction class
     out.put("agent_iceberg_step", System.getProperty(AGENT_ICEBERG_STATUS, "absent"));
+    // patched when Delta first loads RowId (the first commit or read of a row-tracking table)
+    out.put("agent_row_tracking", System.getProperty(AGENT_ROW_TRACKING_STATUS, "absent"));
     missing.forEach(out.putArray("missing")::add);
     out.set("log_stores", LogStoreWiring.statusJson(spark.sparkContext().getConf()));
     try {

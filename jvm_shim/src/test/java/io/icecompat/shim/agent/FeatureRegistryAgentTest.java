@@ -92,6 +92,24 @@ class FeatureRegistryAgentTest {
   }
 
   @Test
+  void theRowIdHighWatermarkLookupGoesThroughTheChecksumHookAndStaysVerifiable() throws Exception {
+    String target = FeatureRegistryAgent.ROWID_TARGET;
+    byte[] original = classBytes(target);
+    byte[] rewritten = FeatureRegistryAgent.rowTrackingWatermark().transform(null, target, null, null, original);
+    assertNotNull(rewritten);
+    assertEquals("patched", System.getProperty(FeatureRegistryAgent.ROW_TRACKING_STATUS_PROPERTY));
+    String method = FeatureRegistryAgent.WATERMARK;
+    String desc = FeatureRegistryAgent.WATERMARK_DESC;
+    String delta = FeatureRegistryAgent.DOMAIN_UTILS + "." + FeatureRegistryAgent.FROM_SNAPSHOT;
+    String hook = FeatureRegistryAgent.WATERMARK_OWNER + "." + FeatureRegistryAgent.FROM_SNAPSHOT;
+    assertTrue(calls(original, method, desc).contains(delta));
+    List<String> after = calls(rewritten, method, desc);
+    assertTrue(after.contains(hook), after.toString());
+    assertFalse(after.contains(delta), after.toString());
+    defineAndVerify(target, rewritten);
+  }
+
+  @Test
   void theMetadataHookAndTheFeatureRegistryPatchTheirDeltaClasses() throws Exception {
     byte[] mapping = FeatureRegistryAgent.metadataHook().transform(
         null, FeatureRegistryAgent.MAPPING_TARGET, null, null, classBytes(FeatureRegistryAgent.MAPPING_TARGET));
