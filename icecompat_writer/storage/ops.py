@@ -66,7 +66,6 @@ def footer_readers(io: FileIO, root: Location, count: int) -> int:
         return MAX_PARALLEL_READS
     return LOCAL_READERS if count > LOCAL_SERIAL_MAX else 1
 
-
 DEFAULT_IO = FileIO()
 """The FileIO of the module-level functions: the running session's settings (or those a driver
 handed over for the request being served), else the environment."""
