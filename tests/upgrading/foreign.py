@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 STORED = datetime.date(2020, 1, 1)  # the day the other generator wrote the rows
+DATE = pa.date32()
 
 
 def generated_table(
@@ -23,7 +24,7 @@ def generated_table(
     expression: str,
     *,
     values: list[Any] | None = None,
-    arrow_type: pa.DataType = pa.date32(),
+    arrow_type: pa.DataType = DATE,
     delta_type: str = "date",
     protocol: dict[str, Any] | None = None,
 ) -> Path:

@@ -12,9 +12,10 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
-from icecompat_writer.errors import UpgradeRefused
+from icecompat_writer.errors import CompatViolation, UpgradeRefused
 from icecompat_writer.upgrading import plan_upgrade, upgrade_table
 from icecompat_writer.upgrading.generated import volatile_function
+from icecompat_writer.writing.api import compat_write
 from tests import support
 from tests.upgrading.foreign import generated_table
 
@@ -96,4 +97,31 @@ def test_upgrade_of_a_time_dependent_column_leaves_the_table_as_it_was(
         upgrade_table(spark, root, "v3")
     assert type(info.value) is UpgradeRefused
     assert info.value.rules == [RULE] and info.value.violations[0].path == "g"
+    assert support.tree_state(root) == before
+
+
+@pytest.mark.spark
+def test_a_rewrite_delta_spark_fails_leaves_nothing_and_names_the_rule(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The other generator stored values its (deterministic) expression does not give: delta-spark
+    refuses the first rewritten row after the file is open. The upgrade deletes what the attempt wrote
+    (files and the directories made for them) and raises the rule, not a raw engine error; so does a
+    compat_write of such a row."""
+    root = generated_table(
+        tmp_path / "wrong", "id * 2", values=[0, 0, 0], arrow_type=pa.int64(), delta_type="long"
+    )
+    before = support.tree_state(root)
+    with pytest.raises(CompatViolation) as info:
+        upgrade_table(spark, root, "v3")
+    assert type(info.value) is CompatViolation
+    (v,) = info.value.violations
+    assert (v.rule, v.path) == ("DELTA-WRITE-ROW-CONSTRAINT", "g")
+    assert "id * 2" in v.message and v.observed is not None and "g" in v.observed
+    assert support.tree_state(root) == before
+
+    rows = spark.createDataFrame([(7, 0)], "id long, g long")
+    with pytest.raises(CompatViolation) as info:
+        compat_write(rows, str(root), mode="append", profile="v3")
+    assert type(info.value) is CompatViolation and info.value.rules == ["DELTA-WRITE-ROW-CONSTRAINT"]
     assert support.tree_state(root) == before
