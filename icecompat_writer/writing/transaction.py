@@ -10,6 +10,9 @@ two ways: its commit lands, or every file it created is deleted again. :func:`ru
   the data files it added are deleted through :mod:`icecompat_writer.storage` (on any filesystem the
   storage layer serves), then the JVM deletes anything else it wrote, and on local disk the
   directories the attempt created and left empty are removed;
+* a JVM write that fails itself (:meth:`Attempt.write`: a row delta-spark refuses, a task's I/O error)
+  has no list of files to give: the files that appeared under the table during the call are deleted
+  as the attempt's own, unless another writer committed meanwhile (then they are left, unreferenced);
 * a lost race (:class:`~icecompat_writer.errors.ConcurrentWriteError` at commit) is re-planned from
   the newer snapshot, at most :data:`MAX_ATTEMPTS` times;
 * a commit that raised but landed (the response was lost) is recognised by its files in the log.
@@ -234,18 +237,18 @@ def _delete_added(location: str, added_paths: Sequence[str]) -> int:
 
 
 def _table_files(location: str) -> set[storage.Location] | None:
-    """Every file under the table root outside its log (an empty set before a new table's first
-    file; None when the location is not a table root the storage layer reaches)."""
+    """Every file under the table root outside its Delta log and its Iceberg ``metadata/`` (an empty
+    set before a new table's first file; None when the root cannot be listed: nothing is tracked)."""
     try:
         root = table_root_path(location)
-    except IcecompatError:
-        return None
-    try:
         entries = storage.list_tree(root)
     except (FileNotFoundError, NotADirectoryError):
         return set()
-    log_dir = root / "_delta_log"
-    return {e.location for e in entries if not _under(e.location, log_dir)}
+    except (IcecompatError, OSError) as e:
+        log.debug("cannot list %s to track a failed write's files (%s)", location, e)
+        return None
+    kept = (root / "_delta_log", root / "metadata")
+    return {e.location for e in entries if not any(_under(e.location, d) for d in kept)}
 
 
 def _under(location: storage.Location, directory: storage.Location) -> bool:
