@@ -99,10 +99,6 @@ class _DriverSession:
     A Spark-free process (the CLI, the checker) never pays for the Spark adapter's imports.
     """
 
-    def session_key(self) -> int:
-        spark = _running_session()
-        return 0 if spark is None else id(spark)
-
     def hadoop_values(self, keys: Sequence[str]) -> dict[str, str] | None:
         spark = _running_session()
         if spark is None:

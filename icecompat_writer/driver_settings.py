@@ -12,15 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-__all__ = ["SettingsSource", "hadoop_values", "install", "session_key"]
+__all__ = ["SettingsSource", "hadoop_values", "install"]
 
 
 class SettingsSource(Protocol):
-    """Where the driver's running session is found and what its Hadoop configuration holds."""
-
-    def session_key(self) -> int:
-        """An identity of the running session (settings are cached per session), 0 without one."""
-        ...
+    """What the driver's running session's Hadoop configuration holds (asked on every use: the
+    storage layer keys what it caches by the values, never by a session's identity)."""
 
     def hadoop_values(self, keys: Sequence[str]) -> dict[str, str] | None:
         """The values the running session holds for ``keys`` (unset ones left out); None without one."""
@@ -35,10 +32,6 @@ def install(source: SettingsSource | None) -> SettingsSource | None:
     global _source
     before, _source = _source, source
     return before
-
-
-def session_key() -> int:
-    return 0 if _source is None else _source.session_key()
 
 
 def hadoop_values(keys: Sequence[str]) -> dict[str, str] | None:

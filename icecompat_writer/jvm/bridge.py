@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -27,6 +28,8 @@ from icecompat_writer.errors import (
     SetupError,
     Violation,
 )
+from icecompat_writer.rules.catalog import layer_violation
+from icecompat_writer.rules.writes import WRITE_PROFILE
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -105,12 +108,53 @@ def translate_exception(err: BaseException) -> BaseException:
     return err
 
 
+# delta-spark's refusal of a row while writing (NOT NULL, CHECK constraint, generation expression),
+# raised from a task and so after files exist: rule DELTA-WRITE-ROW-CONSTRAINT.
+_ROW_REFUSAL = "org.apache.spark.sql.delta.schema.DeltaInvariantViolationException"
+_ROW_RULE = "DELTA-WRITE-ROW-CONSTRAINT"
+_CHECK = re.compile(
+    r"CHECK constraint (?P<name>.+?) \((?P<expr>.*)\) violated by row with values:(?P<values>.*)", re.S
+)
+_NOT_NULL = re.compile(r"NOT NULL constraint violated for column: (?P<column>.+?)\.?$", re.S)
+_GENERATED = re.compile(r"^`?(?P<column>[^`]+?)`? <=> ")
+
+
+def _row_refusal(chain: list[tuple[str, str]]) -> CompatViolation | None:
+    """The rule a row delta-spark refused while writing breaks (the constraint, the column where the
+    constraint names one, the row's values), if the Java failure is one."""
+    for cls, msg in chain:
+        if cls != _ROW_REFUSAL:
+            continue
+        text = re.sub(r"^\[[A-Z_]+\]\s*", "", msg.strip())
+        path, constraint, values = "", text.splitlines()[0] if text else cls, None
+        check = _CHECK.search(text)
+        not_null = _NOT_NULL.search(text)
+        if check is not None:
+            constraint = f"{check['name']} ({check['expr']})"
+            values = " ".join(check["values"].split()) or None
+            generated = _GENERATED.match(check["expr"])
+            if check["name"] == "Generated Column" and generated is not None:
+                path = generated["column"]
+        elif not_null is not None:
+            path = not_null["column"].strip("`")
+            constraint = f"NOT NULL {path}"
+        problem = " ".join(text.split())
+        found = layer_violation(
+            WRITE_PROFILE, _ROW_RULE, path, observed=values, problem=problem, constraint=constraint
+        )
+        return CompatViolation([found], "(refused by delta-spark while writing; nothing committed)")
+    return None
+
+
 def translate(err: Py4JJavaError) -> IcecompatError:
     """Map a Java exception onto the package's exception types, keeping the Java message."""
     refusal = _guard_refusal(err.java_exception)
     if refusal is not None:
         return refusal
     chain = _java_class_chain(err)
+    row = _row_refusal(chain)
+    if row is not None:
+        return row
     for java_name, py_type in _JAVA_TO_PYTHON:
         for cls, msg in chain:
             if cls.endswith(java_name):

@@ -17,7 +17,6 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
-from icecompat_writer import driver_settings
 from icecompat_writer.errors import SessionConfigError
 
 from .config import StoreOptions, endpoint_parts, resolve_options, session_hadoop_values
@@ -35,15 +34,14 @@ __all__ = [
 _GCS_DEFAULT_ROOT = "https://storage.googleapis.com"
 _lock = threading.Lock()
 _filesystems: dict[tuple[str, str, tuple[tuple[str, str], ...]], pafs.FileSystem] = {}
-_options: dict[tuple[int, str, str], dict[str, str]] = {}
 _clients: dict[tuple[Any, ...], Any] = {}
 
 
 def clear_cache() -> None:
-    """Forget every filesystem and resolved option (after changing the session's Hadoop settings)."""
+    """Forget every filesystem and SDK client (they are keyed by their settings: a change of settings
+    needs no clearing; this frees them)."""
     with _lock:
         _filesystems.clear()
-        _options.clear()
         _clients.clear()
 
 
@@ -63,20 +61,13 @@ def options_for(path: ObjectPath) -> StoreOptions:
     """The store options of ``path``: the running session's Hadoop settings, then the environment
     (a :class:`~.fileio.FileIO` built with settings of its own resolves with those instead).
 
-    The session's Hadoop values are read once per session, store family and bucket (container)
-    and cached; the environment is read on every call.
+    The session's values of the keys that configure ``path``'s store are read on every call and
+    nothing is remembered per session: whatever is cached below (filesystems, SDK clients) is keyed
+    by the settings themselves, credentials included. A cache keyed by the session's identity handed
+    a new session the settings of a dead one whose ``id`` it reused, and missed a session whose
+    settings changed (``spark.conf.set``, a rotated key).
     """
-    session_key = driver_settings.session_key()
-    hadoop: dict[str, str] | None = None
-    if session_key:
-        key = (session_key, path.family, path.authority)
-        with _lock:
-            hadoop = _options.get(key)
-        if hadoop is None:
-            hadoop = session_hadoop_values(path) or {}
-            with _lock:
-                _options[key] = hadoop
-    return resolve_options(path, hadoop)
+    return resolve_options(path, session_hadoop_values(path))
 
 
 def filesystem(path: ObjectPath, options: StoreOptions | None = None) -> pafs.FileSystem:

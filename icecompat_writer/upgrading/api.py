@@ -265,7 +265,7 @@ def upgrade_table(
             "rewrite": [f.path for f in p.rewrite],
             "recommit": list(p.recommit),
         }
-        added, removed, recommitted = pending.rewrite(request)
+        added, removed, recommitted = t.write(lambda: pending.rewrite(request))
         adds = t.track(added)
         rows = sum(a.num_records or 0 for a in adds)
         # read inside the attempt: an error here aborts it like a refusal (no orphan files)

@@ -48,6 +48,7 @@ from icecompat_writer.schema import (
     parse_schema,
 )
 from icecompat_writer.storage import DEFAULT_IO, FileIO
+from icecompat_writer.upgrading.generated import volatile_generated_columns
 
 __all__ = [
     "NEW_STATE_RULES",
@@ -233,6 +234,11 @@ def plan_upgrade(
             if a.path in by_file
         )
         recommit = _needs_row_ids(planned.metadata, adds, {f.path for f in rewrite})
+    if rewrite or planned.metadata != previous.metadata or planned.protocol != previous.protocol:
+        # before any file exists: delta-spark would re-generate (and fail) such a column on rewrite
+        volatile = volatile_generated_columns(prof.name, planned.metadata, planned.protocol)
+        if volatile:
+            raise UpgradeRefused(volatile, f"(upgrading {root} to {prof.name}; nothing written)")
     if rewrite or recommit:
         refusals = engine_refusals(prof.name, planned, previous)
         if refusals:

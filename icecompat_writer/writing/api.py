@@ -298,7 +298,8 @@ class _Write:
         if self.req.by_position and previous is not None:
             data = _align_by_position(self.df, previous)
         intent, planned = self._planned(data, previous)
-        added, removed_count = pending.write(data, self._request(intent, planned, previous))
+        request = self._request(intent, planned, previous)
+        added, removed_count = t.write(lambda: pending.write(data, request))
         adds = self._verified(t, planned, previous, t.track(added))
         options = self.req.options
         operation = {"userMetadata": options["userMetadata"]} if "userMetadata" in options else {}

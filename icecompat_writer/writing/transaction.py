@@ -10,6 +10,9 @@ two ways: its commit lands, or every file it created is deleted again. :func:`ru
   the data files it added are deleted through :mod:`icecompat_writer.storage` (on any filesystem the
   storage layer serves), then the JVM deletes anything else it wrote, and on local disk the
   directories the attempt created and left empty are removed;
+* a JVM write that fails itself (:meth:`Attempt.write`: a row delta-spark refuses, a task's I/O error)
+  has no list of files to give: the files that appeared under the table during the call are deleted
+  as the attempt's own, unless another writer committed meanwhile (then they are left, unreferenced);
 * a lost race (:class:`~icecompat_writer.errors.ConcurrentWriteError` at commit) is re-planned from
   the newer snapshot, at most :data:`MAX_ATTEMPTS` times;
 * a commit that raised but landed (the response was lost) is recognised by its files in the log.
@@ -61,6 +64,7 @@ class Attempt:
         self.created = created
         self.pending = bridge.PendingWrite(spark, location)
         self.added: list[AddFile] = []
+        self.stray: list[storage.Location] = []
         self.finished = False
 
     @property
@@ -72,6 +76,24 @@ class Attempt:
         """Record the AddFiles the JVM wrote for this attempt; they are its files from now on."""
         self.added = [AddFile.from_json(a) for a in added_json]
         return self.added
+
+    def write(self, fn: Callable[[], T]) -> T:
+        """Run ``fn``, the JVM call that writes this attempt's data files (``PendingWrite.write`` or
+        ``rewrite``), keeping track of what it leaves behind when it fails.
+
+        A Spark task that fails (a row refused by a constraint, an I/O error) keeps the file it had
+        opened: Delta's commit protocol deletes nothing on a task's or a job's abort, and the files
+        never reach Delta's list of written files. They are the files that appeared under the table,
+        outside its log, during the call: :meth:`abort` deletes them with the attempt's own.
+        """
+        before = _table_files(self.location)
+        try:
+            return fn()
+        except BaseException:
+            if before is not None:
+                after = _table_files(self.location) or set()
+                self.stray = sorted(after - before, key=str)
+            raise
 
     def release(self) -> None:
         """End an attempt that wrote nothing it keeps (nothing to do, a dry decision): no deletion."""
@@ -89,8 +111,10 @@ class Attempt:
             return 0
         self.finished = True
         deleted = 0
+        stray = self._stray()
         try:
             deleted += _delete_added(self.location, [a.path for a in self.added])
+            deleted += storage.delete_files(stray)
         except Exception as e:  # the JVM's abort below deletes them too: never hide the first error
             log.warning(
                 "could not delete the files of %s from Python (%s); Delta's abort deletes them",
@@ -100,9 +124,29 @@ class Attempt:
         finally:
             deleted += int(self.pending.abort())
             _remove_empty_dirs(
-                self.location, [a.path for a in self.added], None if keep_root else self.created
+                self.location, [a.path for a in self.added], None if keep_root else self.created, stray
             )
         return deleted
+
+    def _stray(self) -> list[storage.Location]:
+        """The files a failed write left (:meth:`write`), when they can only be this attempt's: no other
+        writer has committed to the table since the attempt read it (another writer's uncommitted
+        files cannot be told from them, and are never deleted: left, they are only unreferenced)."""
+        if not self.stray:
+            return []
+        try:
+            newer = [v for v in list_versions(self.location) if v > self.read_version]
+        except IcecompatError:
+            newer = []
+        if newer:
+            log.warning(
+                "a failed write to %s left %d file(s), kept: other writers committed meanwhile (version %d)",
+                self.location,
+                len(self.stray),
+                max(newer),
+            )
+            return []
+        return list(self.stray)
 
     def commit(self, fn: Callable[[], int]) -> int:
         """Run the commit ``fn``; the committed version.
@@ -192,7 +236,31 @@ def _delete_added(location: str, added_paths: Sequence[str]) -> int:
     return storage.delete_files(targets)
 
 
-def _remove_empty_dirs(location: str, added_paths: Sequence[str], created: storage.Location | None) -> None:
+def _table_files(location: str) -> set[storage.Location] | None:
+    """Every file under the table root outside its Delta log and its Iceberg ``metadata/`` (an empty
+    set before a new table's first file; None when the root cannot be listed: nothing is tracked)."""
+    try:
+        root = table_root_path(location)
+        entries = storage.list_tree(root)
+    except (FileNotFoundError, NotADirectoryError):
+        return set()
+    except (IcecompatError, OSError) as e:
+        log.debug("cannot list %s to track a failed write's files (%s)", location, e)
+        return None
+    kept = (root / "_delta_log", root / "metadata")
+    return {e.location for e in entries if not any(_under(e.location, d) for d in kept)}
+
+
+def _under(location: storage.Location, directory: storage.Location) -> bool:
+    return str(location).startswith(str(directory).rstrip("/") + "/")
+
+
+def _remove_empty_dirs(
+    location: str,
+    added_paths: Sequence[str],
+    created: storage.Location | None,
+    stray: Sequence[storage.Location] = (),
+) -> None:
     """After an abort: remove the directories the aborted write made and left empty.
 
     Deleting a write's data files leaves the directories they were written to (random prefixes,
@@ -207,6 +275,7 @@ def _remove_empty_dirs(location: str, added_paths: Sequence[str], created: stora
         return
     io = storage.DEFAULT_IO
     files = [t for t in (resolve_data_path(root, p) for p in added_paths) if t is not None]
+    files.extend(stray)
     # a new table that no other writer has committed to meanwhile: every directory is this write's
     new_table = created is not None and not io.new_input(root / "_delta_log").exists()
     io.prune_empty_directories(root, files, whole_tree=new_table, up_to=created)

@@ -78,3 +78,34 @@ def test_pool_threads_of_the_driver_find_the_session_too(
         return dict(options_for(loc).sources).get("endpoint")
 
     assert list(storage.map_bounded(endpoint_source, list(range(8)), workers=4)) == ["fs.s3a.endpoint"] * 8
+
+
+def test_a_second_session_reaches_the_store_with_its_own_credentials_only(
+    spark: SparkSession, s3_server: Any, no_aws_env: None
+) -> None:
+    """Two sessions of one driver, the second with other s3a keys in its SQL conf: each is served its
+    own, whichever ran first (Delta's Hadoop configuration takes the SQL conf over the context's)."""
+    loc = parse_location(f"s3a://{s3_server.new_bucket()}/t")
+    assert isinstance(loc, ObjectPath)
+    jvm_session = spark._jvm.org.apache.spark.sql.SparkSession
+    assert options_for(loc).get("access_key") == s3_server.access_key
+    other = spark.newSession()
+    other.conf.set("fs.s3a.access.key", "OTHER-SESSION-KEY")
+    other.conf.set("fs.s3a.secret.key", "other-session-secret")
+    try:
+        # the session pyspark's getActiveSession() answers with, on both sides
+        SparkSession._activeSession = other
+        jvm_session.setActiveSession(other._jsparkSession)
+        assert SparkSession.getActiveSession() is other
+        options = options_for(loc)
+        assert (options.get("access_key"), options.get("secret_key")) == (
+            "OTHER-SESSION-KEY",
+            "other-session-secret",
+        )
+        assert filesystem_kwargs(loc, options)[1]["access_key"] == "OTHER-SESSION-KEY"
+        other.conf.set("fs.s3a.access.key", "ROTATED-KEY")  # the running session's key changes
+        assert options_for(loc).get("access_key") == "ROTATED-KEY"
+    finally:
+        SparkSession._activeSession = spark
+        jvm_session.setActiveSession(spark._jsparkSession)
+    assert options_for(loc).get("access_key") == s3_server.access_key

@@ -38,7 +38,7 @@ from icecompat_writer.rules.catalog.delta_spark import delta_spark_rules
 from icecompat_writer.rules.catalog.files import file_rules
 from icecompat_writer.rules.catalog.layers import BOOLEAN_PROPERTIES as BOOLEAN_PROPERTIES
 from icecompat_writer.rules.catalog.layers import CONFIG_NAMESPACES as CONFIG_NAMESPACES
-from icecompat_writer.rules.catalog.layers import layer_rules
+from icecompat_writer.rules.catalog.layers import layer_rules, row_check_rules
 from icecompat_writer.rules.catalog.replacement import replace_rules
 from icecompat_writer.rules.catalog.row_tracking import ASSIGNED_AT_COMMIT as ASSIGNED_AT_COMMIT
 from icecompat_writer.rules.catalog.row_tracking import row_tracking_rules
@@ -80,7 +80,7 @@ check_against_kinds(CATALOG)
 DELTA_SPARK_RULES = frozenset(r.id for r in delta_spark_rules())
 
 # The rules the write, Iceberg and upgrade layers enforce themselves.
-LAYER_RULES: tuple[Rule, ...] = tuple(layer_rules())
+LAYER_RULES: tuple[Rule, ...] = (*layer_rules(), *row_check_rules())
 
 # Every rule of every layer: what docs/rules.md lists and what a rule id is looked up in.
 RULES: tuple[Rule, ...] = (*CATALOG, *LAYER_RULES)
