@@ -16,7 +16,6 @@ The values are never printed or logged (``-v`` names the keys only): they are of
 from __future__ import annotations
 
 import argparse
-import itertools
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -41,7 +40,6 @@ __all__ = [
 ]
 
 HADOOP_PREFIX = "spark.hadoop."
-_serials = itertools.count(1)  # one per installed source: the storage layer caches per key
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -123,12 +121,6 @@ class CommandLineSettings:
     def __init__(self, hadoop: Mapping[str, str], before: driver_settings.SettingsSource | None) -> None:
         self._hadoop = dict(hadoop)
         self._before = before
-        self._serial = next(_serials)
-
-    def session_key(self) -> int:
-        # Never 0 (0 means "no settings" to the storage layer); a new running session is a new key.
-        inner = 0 if self._before is None else self._before.session_key()
-        return hash((self._serial, inner)) or 1
 
     def hadoop_values(self, keys: Sequence[str]) -> dict[str, str] | None:
         inner = None if self._before is None else self._before.hadoop_values(keys)

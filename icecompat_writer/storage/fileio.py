@@ -68,6 +68,7 @@ class FileEntry:
 
     location: Location
     size: int
+    mtime_ms: int = -1  # last modification, ms since the epoch; :meth:`FileIO.list_tree` fills it
 
     @property
     def name(self) -> str:
@@ -328,20 +329,26 @@ class FileIO:
         return sorted((e for e in self.list_files(directory) if e.name > start_after), key=lambda e: e.name)
 
     def list_tree(self, directory: Location) -> list[FileEntry]:
-        """Every file under ``directory``, at any depth (one paginated listing on an object store)."""
+        """Every file under ``directory``, at any depth (one paginated listing on an object store),
+        with its size and modification time."""
         if isinstance(directory, Path):
             out: list[FileEntry] = []
             for current, _dirs, names in os.walk(directory):
                 for name in names:
                     p = Path(current) / name
                     try:
-                        out.append(FileEntry(p, p.stat().st_size))
+                        st = p.stat()
                     except OSError:
                         continue
+                    out.append(FileEntry(p, st.st_size, st.st_mtime_ns // 1_000_000))
             return out
         infos = self._list(directory, recursive=True)
         return [
-            FileEntry(directory.with_fs_path(i.path), int(i.size or 0))
+            FileEntry(
+                directory.with_fs_path(i.path),
+                int(i.size or 0),
+                -1 if i.mtime_ns is None else int(i.mtime_ns // 1_000_000),
+            )
             for i in infos
             if i.type == pafs.FileType.File
         ]

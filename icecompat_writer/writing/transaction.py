@@ -21,12 +21,13 @@ two ways: its commit lands, or every file it created is deleted again. :func:`ru
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from icecompat_writer import storage
 from icecompat_writer.deltalog.files import AddFile
-from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
+from icecompat_writer.deltalog.paths import commit_file_name, resolve_data_path, table_root_path
 from icecompat_writer.deltalog.snapshot import list_versions, read_commit
 from icecompat_writer.errors import ConcurrentWriteError, IcecompatError
 
@@ -85,14 +86,16 @@ class Attempt:
         opened: Delta's commit protocol deletes nothing on a task's or a job's abort, and the files
         never reach Delta's list of written files. They are the files that appeared under the table,
         outside its log, during the call: :meth:`abort` deletes them with the attempt's own.
+
+        A write that succeeds pays nothing for this: only a failed call lists the table, and takes
+        the files modified since the call began (:func:`_written_since`), so a table of millions of
+        files is not listed on every write.
         """
-        before = _table_files(self.location)
+        started_ms = time.time_ns() // 1_000_000
         try:
             return fn()
         except BaseException:
-            if before is not None:
-                after = _table_files(self.location) or set()
-                self.stray = sorted(after - before, key=str)
+            self.stray = _written_since(self.location, started_ms, self.read_version)
             raise
 
     def release(self) -> None:
@@ -236,19 +239,53 @@ def _delete_added(location: str, added_paths: Sequence[str]) -> int:
     return storage.delete_files(targets)
 
 
-def _table_files(location: str) -> set[storage.Location] | None:
-    """Every file under the table root outside its Delta log and its Iceberg ``metadata/`` (an empty
-    set before a new table's first file; None when the root cannot be listed: nothing is tracked)."""
+# How far before a failed call's start a file's modification time may lie and still count as the
+# call's: an object store stamps files with its own clock, which may run behind the driver's.
+CLOCK_SLACK_MS = 2_000
+# How many commits at or before the attempt's read version are read for files they reference.
+RECENT_COMMITS_READ = 100
+
+
+def _written_since(location: str, started_ms: int, read_version: int) -> list[storage.Location]:
+    """The files a failed write call left: every file under the table root, outside its Delta log and
+    its Iceberg ``metadata/``, modified since ``started_ms`` (less the clock slack), and referenced by
+    none of the commits that landed within that slack up to ``read_version`` (a file committed just
+    before the call is never taken for the call's). Empty when the root cannot be listed: nothing is
+    deleted then."""
+    since = started_ms - CLOCK_SLACK_MS
     try:
         root = table_root_path(location)
         entries = storage.list_tree(root)
     except (FileNotFoundError, NotADirectoryError):
-        return set()
+        return []
     except (IcecompatError, OSError) as e:
-        log.debug("cannot list %s to track a failed write's files (%s)", location, e)
-        return None
+        log.debug("cannot list %s to find a failed write's files (%s)", location, e)
+        return []
     kept = (root / "_delta_log", root / "metadata")
-    return {e.location for e in entries if not any(_under(e.location, d) for d in kept)}
+    fresh = [
+        e.location
+        for e in entries
+        if e.mtime_ms >= since and not any(_under(e.location, d) for d in kept)
+    ]
+    if not fresh:
+        return []
+    committed: set[str] = set()
+    for version in range(read_version, max(-1, read_version - RECENT_COMMITS_READ), -1):
+        commit = root / "_delta_log" / commit_file_name(version)
+        try:
+            if storage.mtime_ms(commit) < since:
+                break
+            actions = read_commit(root, version)
+        except (IcecompatError, OSError) as e:
+            log.debug("cannot read commit %d of %s (%s): nothing deleted", version, location, e)
+            return []
+        for action in actions:
+            add = action.get("add")
+            if isinstance(add, dict) and isinstance(add.get("path"), str):
+                target = resolve_data_path(root, add["path"])
+                if target is not None:
+                    committed.add(str(target))
+    return sorted((f for f in fresh if str(f) not in committed), key=str)
 
 
 def _under(location: storage.Location, directory: storage.Location) -> bool:
