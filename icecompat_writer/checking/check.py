@@ -16,7 +16,6 @@ footer then costs one ranged read of the object's tail, read in parallel by a bo
 from __future__ import annotations
 
 import dataclasses
-import enum
 import html
 import json
 import os
@@ -32,6 +31,7 @@ import pyarrow
 
 from icecompat_writer import storage
 from icecompat_writer.checking.footers import FooterReadError, read_footer, read_listed_footer
+from icecompat_writer.compat import StrEnum
 from icecompat_writer.deltalog.deletion_vectors import CARDINALITY, read_deletion_vectors
 from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.deltalog.findings import FindingCode, LogFinding
@@ -76,7 +76,7 @@ NUM_RECORDS_FROM_FOOTERS = "num_records_from_footers"
 PATH_OUTSIDE_TABLE = FindingCode.PATH_OUTSIDE_TABLE.value
 
 
-class Severity(enum.StrEnum):
+class Severity(StrEnum):
     """Whether a finding makes the table non-compliant (``error``) or is only worth knowing."""
 
     ERROR = "error"
