@@ -13,7 +13,21 @@ import re
 import sys
 from typing import Any
 
-__all__ = ["StrEnum", "datetime_fromisoformat"]
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["StrEnum", "datetime_fromisoformat", "indices_nonzero"]
+
+
+def indices_nonzero(mask: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``pyarrow.compute.indices_nonzero``, also for a mask without rows: pyarrow 25 and older (the
+    newest that Python 3.10 can install is 25.0.1) end the process with a segmentation fault on a
+    chunked array whose chunks are all empty (e.g. the live files of a table without any); 26 gives
+    an empty result, as this does for every version."""
+    if len(mask) == 0:
+        return pa.array([], pa.uint64())
+    return pc.indices_nonzero(mask)
+
 
 if sys.version_info >= (3, 11):
     from enum import StrEnum

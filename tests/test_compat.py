@@ -12,6 +12,7 @@ import json
 import sys
 
 import orjson
+import pyarrow as pa
 import pytest
 
 from icecompat_writer import compat
@@ -95,3 +96,23 @@ def test_datetime_fromisoformat_reads_the_extended_iso_forms(text: str, expected
 def test_datetime_fromisoformat_refuses_what_python_311_refuses(text: str) -> None:
     with pytest.raises(ValueError):
         compat.datetime_fromisoformat(text)
+
+
+@pytest.mark.parametrize(
+    ("mask", "expected"),
+    [
+        (pa.chunked_array([pa.array([], pa.bool_())]), []),
+        (pa.chunked_array([], pa.bool_()), []),
+        (pa.array([], pa.bool_()), []),
+        (pa.chunked_array([pa.array([True]), pa.array([], pa.bool_()), pa.array([False, True])]), [0, 2]),
+        (pa.array([False, True, True]), [1, 2]),
+    ],
+    ids=["one-empty-chunk", "no-chunk", "empty-array", "chunks", "array"],
+)
+def test_indices_nonzero_of_masks_with_and_without_rows(
+    mask: pa.Array | pa.ChunkedArray, expected: list[int]
+) -> None:
+    """An empty chunked mask ends the process on pyarrow 25 and older (what Python 3.10 gets)."""
+    found = compat.indices_nonzero(mask)
+    assert found.type == pa.uint64()
+    assert found.to_pylist() == expected

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icecompat_writer import storage
+from icecompat_writer.compat import indices_nonzero
 from icecompat_writer.errors import TableReadError
 from icecompat_writer.storage import FileIO, Location
 
@@ -733,11 +734,11 @@ def _recover_stats(
         return live, frozenset()
     stats = live.column("stats")
     raw = live.column("raw")
-    from_columns = pc.indices_nonzero(pc.and_(pc.is_null(stats), pc.is_null(raw))).to_pylist()
+    from_columns = indices_nonzero(pc.and_(pc.is_null(stats), pc.is_null(raw))).to_pylist()
     from_raw = [
         (i, r)
         for i, r in zip(
-            pc.indices_nonzero(raw.is_valid()).to_pylist(), raw.drop_null().to_pylist(), strict=True
+            indices_nonzero(raw.is_valid()).to_pylist(), raw.drop_null().to_pylist(), strict=True
         )
         if raw_adds[r].get("stats") is None
     ]
