@@ -108,7 +108,7 @@ def _shown(row: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in row.items():
         if isinstance(value, dt.datetime):
-            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
         if key == "tags":
             pairs = list(value.items()) if isinstance(value, dict) else list(value or [])
             value = sorted((str(k), str(v)) for k, v in pairs)

@@ -15,6 +15,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icecompat_writer.compat import indices_nonzero
+
 from .columnar import fill_parsed, only_adds
 from .findings import FindingCode, LogFinding
 from .listing import CheckpointCandidate, LogListing
@@ -237,11 +239,11 @@ def recover_stats(
         return live, frozenset()
     stats = live.column("stats")
     raw = live.column("raw")
-    from_columns = pc.indices_nonzero(pc.and_(pc.is_null(stats), pc.is_null(raw))).to_pylist()
+    from_columns = indices_nonzero(pc.and_(pc.is_null(stats), pc.is_null(raw))).to_pylist()
     from_raw = [
         (i, r)
         for i, r in zip(
-            pc.indices_nonzero(raw.is_valid()).to_pylist(), raw.drop_null().to_pylist(), strict=True
+            indices_nonzero(raw.is_valid()).to_pylist(), raw.drop_null().to_pylist(), strict=True
         )
         if raw_adds[r].get("stats") is None
     ]

@@ -31,6 +31,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from icecompat_writer.compat import indices_nonzero
+
 from .files import dv_unique_id
 from .parsed import ParsedColumns, TypeTree, render_partition_values, render_stats
 
@@ -330,7 +332,7 @@ def _struct_to_map(arr: pa.Array) -> pa.Array | None:
     k = len(keys)
     offsets = pc.cumulative_sum(pc.if_else(valid, pa.scalar(k, pa.int32()), pa.scalar(0, pa.int32())))
     offsets = pa.concat_arrays([pa.array([0], pa.int32()), offsets.cast(pa.int32())])
-    rows = pc.indices_nonzero(valid)
+    rows = indices_nonzero(valid)
     m = len(rows)
     if k == 0:
         key_arr, items = pa.array([], pa.string()), pa.array([], pa.string())
@@ -369,10 +371,10 @@ def reconcile(actions: pa.Table) -> pa.Table:
     repeated = counts.field("values").filter(pc.greater(counts.field("counts"), 1)).drop_null()
     if len(repeated) == 0:
         # every path occurs once: each add is live, each remove is of a file not in this log
-        return _select(actions, pc.indices_nonzero(is_add).cast(pa.int64()))
+        return _select(actions, indices_nonzero(is_add).cast(pa.int64()))
     contested = pc.is_in(keys, value_set=repeated)
-    simple = pc.indices_nonzero(pc.and_(is_add, pc.invert(contested))).cast(pa.int64())
-    where = pc.indices_nonzero(contested).cast(pa.int64())
+    simple = indices_nonzero(pc.and_(is_add, pc.invert(contested))).cast(pa.int64())
+    where = indices_nonzero(contested).cast(pa.int64())
     state: dict[tuple[bytes, bytes], list[int]] = {}
     for pos, path, dv, add in zip(
         where.to_pylist(),
@@ -408,7 +410,7 @@ def _select(table: pa.Table, rows: pa.Array) -> pa.Table:
     if len(rows) == 0:
         return table.slice(0, 0)
     step = pc.pairwise_diff(rows)
-    breaks = pc.indices_nonzero(pc.fill_null(pc.not_equal(step, 1), False)).to_pylist()
+    breaks = indices_nonzero(pc.fill_null(pc.not_equal(step, 1), False)).to_pylist()
     if len(breaks) >= _MAX_RUNS:
         return table.take(rows)
     if not breaks and len(rows) == table.num_rows and rows[0].as_py() == 0:

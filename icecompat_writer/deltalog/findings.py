@@ -9,13 +9,14 @@ is a :class:`~icecompat_writer.errors.TableReadError` instead.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
+
+from icecompat_writer.compat import StrEnum
 
 __all__ = ["FindingCode", "LogFinding"]
 
 
-class FindingCode(enum.StrEnum):
+class FindingCode(StrEnum):
     """Kinds of findings; the string values are stable identifiers for reports."""
 
     CORRUPT_LINE = "corrupt_line"

@@ -15,6 +15,7 @@ from typing import Any, overload
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icecompat_writer.compat import indices_nonzero
 from icecompat_writer.perf import gc_paused
 
 from .columnar import CONTENT_FIELDS, FILE_ACTIONS_SCHEMA
@@ -42,7 +43,7 @@ def _drop_none(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _indices(mask: pa.ChunkedArray | pa.Array) -> list[int]:
-    indices: list[int] = pc.indices_nonzero(pc.fill_null(mask, False)).to_pylist()
+    indices: list[int] = indices_nonzero(pc.fill_null(mask, False)).to_pylist()
     return indices
 
 
@@ -216,7 +217,7 @@ def build_live_files(
     malformed: dict[int, str] = {}
     raw = live.column("raw")
     if raw.null_count < n:
-        where = pc.indices_nonzero(raw.is_valid())
+        where = indices_nonzero(raw.is_valid())
         for i, r in zip(where.to_pylist(), raw.take(where).to_pylist(), strict=True):
             action = raw_adds[r]
             try:

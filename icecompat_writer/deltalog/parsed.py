@@ -27,6 +27,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icecompat_writer.compat import indices_nonzero
+
 __all__ = [
     "ParsedColumns", "TypeTree", "render_json_stats", "render_partition_values", "render_stats", "type_tree",
 ]  # fmt: skip
@@ -209,7 +211,7 @@ def _quoted(arr: pa.Array) -> pa.Array:
         [None if v is None else dumps(v, ensure_ascii=False) for v in arr.filter(needs).to_pylist()],
         pa.string(),
     )
-    where = pc.indices_nonzero(needs)
+    where = indices_nonzero(needs)
     values = plain.to_pylist()
     for i, v in zip(where.to_pylist(), escaped.to_pylist(), strict=True):
         values[i] = v

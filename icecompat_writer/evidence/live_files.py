@@ -16,7 +16,6 @@ compliant the others agree with.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import os
 import random
 import stat
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from icecompat_writer import storage
+from icecompat_writer.compat import StrEnum
 from icecompat_writer.deltalog.deletion_vectors import CARDINALITY, read_deletion_vectors
 from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.deltalog.findings import FindingCode, LogFinding
@@ -67,7 +67,7 @@ NUM_RECORDS_FROM_FOOTERS = "num_records_from_footers"
 PATH_OUTSIDE_TABLE = FindingCode.PATH_OUTSIDE_TABLE.value
 
 
-class Severity(enum.StrEnum):
+class Severity(StrEnum):
     """Whether a finding makes the table non-compliant (``error``) or is only worth knowing."""
 
     ERROR = "error"

@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from io import BytesIO
-from typing import Any, NotRequired, TypedDict, cast
+from typing import Any, TypedDict, cast
 
 import fastavro
 
@@ -218,13 +218,8 @@ class KeyValue(TypedDict):
     value: Any  # an int (counts) or bytes (bounds)
 
 
-class DataFileRecord(TypedDict):
-    """The spec's ``data_file`` struct as the manifests hold it (one Avro record).
-
-    The first six keys are in every manifest; the rest are optional in the Avro schema and may be
-    absent from a record read back from a manifest of an older format version (e.g. ``first_row_id``
-    under format 2). ``partition`` maps the partition field's Avro name to its raw value.
-    """
+class _DataFileRequired(TypedDict):
+    """The keys of :class:`DataFileRecord` that every manifest has."""
 
     content: int
     file_path: str
@@ -232,20 +227,32 @@ class DataFileRecord(TypedDict):
     partition: dict[str, Any]
     record_count: int
     file_size_in_bytes: int
-    column_sizes: NotRequired[list[KeyValue] | None]
-    value_counts: NotRequired[list[KeyValue] | None]
-    null_value_counts: NotRequired[list[KeyValue] | None]
-    nan_value_counts: NotRequired[list[KeyValue] | None]
-    lower_bounds: NotRequired[list[KeyValue] | None]
-    upper_bounds: NotRequired[list[KeyValue] | None]
-    key_metadata: NotRequired[bytes | None]
-    split_offsets: NotRequired[list[int] | None]
-    equality_ids: NotRequired[list[int] | None]
-    sort_order_id: NotRequired[int | None]
-    first_row_id: NotRequired[int | None]
-    referenced_data_file: NotRequired[str | None]
-    content_offset: NotRequired[int | None]
-    content_size_in_bytes: NotRequired[int | None]
+
+
+class DataFileRecord(_DataFileRequired, total=False):
+    """The spec's ``data_file`` struct as the manifests hold it (one Avro record).
+
+    The six keys of :class:`_DataFileRequired` are in every manifest; the rest are optional in the Avro
+    schema and may be absent from a record read back from a manifest of an older format version (e.g.
+    ``first_row_id`` under format 2), hence ``total=False`` (what ``typing.NotRequired`` says from
+    Python 3.11 on; the package supports 3.10). ``partition`` maps the partition field's Avro name to
+    its raw value.
+    """
+
+    column_sizes: list[KeyValue] | None
+    value_counts: list[KeyValue] | None
+    null_value_counts: list[KeyValue] | None
+    nan_value_counts: list[KeyValue] | None
+    lower_bounds: list[KeyValue] | None
+    upper_bounds: list[KeyValue] | None
+    key_metadata: bytes | None
+    split_offsets: list[int] | None
+    equality_ids: list[int] | None
+    sort_order_id: int | None
+    first_row_id: int | None
+    referenced_data_file: str | None
+    content_offset: int | None
+    content_size_in_bytes: int | None
 
 
 class ManifestEntryRecord(TypedDict):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
 from typing import Any
 
+from icecompat_writer.compat import datetime_fromisoformat
 from icecompat_writer.schema import iceberg_decimal_params
 
 from .schema import ConvertedSchema, Primitive
@@ -42,7 +43,7 @@ DEFAULT_STRING_PREFIX_LENGTH = 32
 _TS_SLACK_MICROS = 999
 
 _EPOCH_DATE = _dt.date(1970, 1, 1)
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _EPOCH_NAIVE = _dt.datetime(1970, 1, 1)
 
 
@@ -57,7 +58,7 @@ def _micros(delta: _dt.timedelta) -> int:
 
 def _parse_timestamp(text: str, with_zone: bool) -> int:
     """Microseconds since the epoch of a Delta timestamp string (ISO or `yyyy-MM-dd HH:mm:ss[.ffffff]`)."""
-    value = _dt.datetime.fromisoformat(text.strip())
+    value = datetime_fromisoformat(text.strip())
     if with_zone:
         if value.tzinfo is None:
             raise PartitionValueError(

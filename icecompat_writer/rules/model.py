@@ -13,9 +13,10 @@ import re
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
+
+from icecompat_writer.compat import StrEnum
 
 __all__ = ["PROFILE_NAMES", "Finding", "Rule", "Scope", "Stage", "freeze", "thaw"]
 

@@ -407,7 +407,7 @@ def _write_counts(path: Path) -> None:
         "refused_by": {f"{k} | {r}": n for (k, r), n in sorted(REASONS.items())},
         "failures": FAILURES,
         "seconds": {k: round(v, 1) for k, v in sorted(SPENT.items())},
-        "at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     path.write_text(json.dumps(data, indent=1))
 

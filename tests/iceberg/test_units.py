@@ -46,7 +46,8 @@ from icecompat_writer.iceberg.values import (
 )
 from icecompat_writer.planning import PROFILES, plan, validate
 
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+UTC = dt.timezone.utc  # dt.UTC from Python 3.11 on
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
 EMPTY_SCHEMA = '{"type":"struct","fields":[]}'
 V3_PROTOCOL = Protocol(
     3,
@@ -262,7 +263,7 @@ def test_table_checks_name_the_catalog_rules_and_add_only_what_it_lacks() -> Non
 
 def test_partition_values_are_typed() -> None:
     assert parse_partition_value("2024-03-01T12:34:56.789012Z", "timestamptz") == (
-        (dt.datetime(2024, 3, 1, 12, 34, 56, 789012, tzinfo=dt.UTC) - EPOCH) // dt.timedelta(microseconds=1)
+        (dt.datetime(2024, 3, 1, 12, 34, 56, 789012, tzinfo=UTC) - EPOCH) // dt.timedelta(microseconds=1)
     )
     assert parse_partition_value("1970-01-01 00:00:01.000004", "timestamp") == 1_000_004
     assert parse_partition_value("1970-01-03", "date") == 2
@@ -340,7 +341,7 @@ def test_timestamp_bounds_cover_values_delta_truncated_to_milliseconds(micros: i
 
 def test_timestamp_upper_bound_is_widened_not_truncated() -> None:
     lo, hi = _bounds("timestamp", "2024-01-01T10:00:00.123Z", "2024-01-01T10:00:00.123Z")
-    real = (dt.datetime(2024, 1, 1, 10, 0, 0, 123456, tzinfo=dt.UTC) - EPOCH) // dt.timedelta(microseconds=1)
+    real = (dt.datetime(2024, 1, 1, 10, 0, 0, 123456, tzinfo=UTC) - EPOCH) // dt.timedelta(microseconds=1)
     assert _micros_of(hi) == real - 456 + 999
     assert _micros_of(lo) <= real
 

@@ -7,6 +7,7 @@ line's pass can only come from the built package.
 
 from __future__ import annotations
 
+import platform
 import sys
 import sysconfig
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ def pytest_configure(config: pytest.Config) -> None:
     site = Path(sysconfig.get_paths()["purelib"]).resolve()
     if site not in where.parents:
         raise pytest.UsageError(f"icecompat_writer comes from {where}, not the installed wheel in {site}")
-    sys.stderr.write(f"icecompat_writer from {where.parent}\n")
+    sys.stderr.write(f"icecompat_writer from {where.parent}, Python {platform.python_version()}\n")
 
 
 @pytest.fixture(scope="session")
