@@ -40,12 +40,14 @@ def _extras() -> dict[str, list[Requirement]]:
     }
 
 
-def _pins() -> dict[str, str]:
-    pins = {}
+def _pins() -> dict[str, list[str]]:
+    """Every pinned version of each package in constraints.txt (one per environment marker)."""
+    pins: dict[str, list[str]] = {}
     for line in (REPO / "constraints.txt").read_text(encoding="utf-8").splitlines():
         if "==" in line and not line.lstrip().startswith("#"):
-            name, version = line.split("==")
-            pins[canonicalize_name(name.strip())] = version.strip()
+            pin = Requirement(line)
+            (version,) = (s.version for s in pin.specifier)
+            pins.setdefault(canonicalize_name(pin.name), []).append(version)
     return pins
 
 
@@ -127,8 +129,9 @@ def test_ranges_hold_the_pinned_versions() -> None:
     for extra, requirements in _extras().items():
         for req in requirements:
             pinned = pins.get(canonicalize_name(req.name))
-            assert pinned is not None, f"[{extra}] {req.name} has no pin in constraints.txt"
-            assert req.specifier.contains(pinned, prereleases=True), f"[{extra}] {req} excludes {pinned}"
+            assert pinned, f"[{extra}] {req.name} has no pin in constraints.txt"
+            for version in pinned:
+                assert req.specifier.contains(version, prereleases=True), f"[{extra}] {req} excludes {version}"
 
 
 def test_each_store_extra_names_its_sdk() -> None:
