@@ -1,0 +1,63 @@
+"""Delta's own VACUUM after the Iceberg sync expired what it may delete: every retained snapshot reads.
+
+A table with a deleted-file retention of 3 seconds: two overwrites (each removes the files before it),
+a pause longer than the retention, an append, the sync after each commit, then delta-spark's VACUUM
+with the table's retention. VACUUM deletes the files of the first two versions; the sync had already
+expired the snapshots that named them, and pyiceberg reads every snapshot still in the metadata.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from icecompat_writer.iceberg import write_iceberg_metadata
+from icecompat_writer.iceberg.expire import PROP_VACUUM_MARGIN_MS
+from icecompat_writer.writing.api import compat_write
+
+from ._support import metadata_json, static_table
+
+pytestmark = pytest.mark.spark
+
+
+def test_vacuum_deletes_nothing_a_retained_snapshot_names(spark: SparkSession, tmp_path: Path) -> None:
+    root = str(tmp_path / "aging")
+
+    def write(ids: range, mode: str) -> None:
+        compat_write(spark.range(ids.start, ids.stop), root, mode=mode, profile="v3")
+        write_iceberg_metadata(root)
+
+    write(range(0, 5), "overwrite")  # v0
+    spark.sql(
+        f"ALTER TABLE delta.`{root}` SET TBLPROPERTIES ("
+        f"'delta.deletedFileRetentionDuration' = 'interval 3 seconds', '{PROP_VACUUM_MARGIN_MS}' = '0')"
+    )  # v1
+    write_iceberg_metadata(root)
+    write(range(10, 15), "overwrite")  # v2: removes the files of v0
+    write(range(20, 25), "overwrite")  # v3: removes the files of v2
+    time.sleep(4)  # both removals are now older than the retention
+    write(range(30, 33), "append")  # v4: removes nothing
+
+    before = {p.name for p in Path(root).glob("*.parquet")}
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        spark.sql(f"VACUUM delta.`{root}`")
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    vacuumed = before - {p.name for p in Path(root).glob("*.parquet")}
+    assert len(vacuumed) >= 2  # the files of v0 and v2 are gone
+
+    doc = metadata_json(root)
+    versions = [int(s["sequence-number"]) for s in doc["snapshots"]]
+    assert versions == [3, 4]  # v3's files stay live after v4, which removes nothing
+    table = static_table(root)
+    expected = {3: list(range(20, 25)), 4: [*range(20, 25), *range(30, 33)]}
+    for s in doc["snapshots"]:
+        scan = table.scan(snapshot_id=s["snapshot-id"])
+        for task in scan.plan_files():
+            assert Path(task.file.file_path.removeprefix("file:")).exists()
+        ids = sorted(scan.to_arrow().column("id").to_pylist())
+        assert ids == expected[int(s["sequence-number"])]
