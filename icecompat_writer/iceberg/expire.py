@@ -256,10 +256,12 @@ def prepare(
     """Expire snapshots and trim ``snapshot-log`` and ``metadata-log`` of ``meta`` (in place), as
     Iceberg Java writes them; ``meta.metadata_log`` already holds the entry of the previous file.
 
-    ``metadata-log`` keeps the newest ``previous-versions-max`` entries, and of those only the files
-    whose every snapshot is still VACUUM-safe: an old metadata file names the data files of its
-    snapshots too. ``read`` reads a metadata file (None: gone); the oldest kept one is read (one file
-    a sync in the steady state: each file leaves the log once).
+    ``metadata-log`` keeps the newest ``previous-versions-max`` entries, and of those older than the
+    previous file only the files whose every snapshot is still VACUUM-safe: an old metadata file names
+    the data files of its snapshots too. The previous file always stays, as in Iceberg (a catalog
+    loads the table from it before its pointer moves on); only the snapshots it alone lists may name
+    data files that VACUUM deletes before the next sync. ``read`` reads a metadata file (None: gone);
+    the oldest kept one is read (one file a sync in the steady state: each file leaves the log once).
     """
     expiry = Expiry(retention)
     history = {s.sequence_number: (s.timestamp_ms, removes_data_files(s.summary)) for s in meta.snapshots}
@@ -285,7 +287,9 @@ def prepare(
         snapshots = _snapshots_of(doc)
         if doc is not None and not snapshots:
             break
-        if snapshots and _all_vacuum_safe(snapshots, history, newest, cutoff):
+        if doc is not None and (len(log) == 1 or _all_vacuum_safe(snapshots, history, newest, cutoff)):
+            # the previous file always stays (Iceberg keeps at least one): a catalog's pointer moves
+            # from it to the new one, and a catalog loads the table from it first
             expiry.oldest_retained = snapshots
             break
         dropped.append(log.pop(0))  # gone, or names files VACUUM may delete (or not known safe)

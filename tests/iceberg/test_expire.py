@@ -137,9 +137,9 @@ class Table:
                 del self.removed[path]
 
 
-def _referenced(root: Path, doc: dict[str, Any]) -> set[Path]:
+def _referenced(root: Path, doc: dict[str, Any], data_of: set[int] | None = None) -> set[Path]:
     """Every file a metadata document names that must exist: manifest lists, manifests, and the
-    live entries of each manifest (data and delete files)."""
+    live entries of each manifest (data and delete files; with ``data_of``, of those snapshots only)."""
     out: set[Path] = set()
     for s in doc.get("snapshots") or []:
         ml = Path(s["manifest-list"].removeprefix("file://"))
@@ -152,7 +152,7 @@ def _referenced(root: Path, doc: dict[str, Any]) -> set[Path]:
             out.add(mp)
             entries, _ = read_avro(row["manifest_path"])
             for e in entries:
-                if e["status"] != 2:
+                if e["status"] != 2 and (data_of is None or s["snapshot-id"] in data_of):
                     fp = Path(e["data_file"]["file_path"].removeprefix("file://"))
                     assert fp.exists(), f"missing file {fp} of snapshot {s['snapshot-id']}"
                     out.add(fp)
@@ -168,9 +168,13 @@ def _check(table: Table, props: dict[str, str]) -> None:
     doc = json.loads(current.read_text())
     retained = [current] + [Path(e["metadata-file"].removeprefix("file://")) for e in doc["metadata-log"]]
     names: set[Path] = set(retained)
-    for path in retained:
+    current_ids = {s["snapshot-id"] for s in doc["snapshots"]}
+    for i, path in enumerate(retained):
         assert path.exists(), f"missing retained metadata file {path}"
-        names |= _referenced(table.root, json.loads(path.read_text()))
+        # The previous metadata file (the last log entry) always stays, as Iceberg keeps it: the data
+        # files of the snapshots only it lists are VACUUM's; everything else must be there.
+        previous = i == len(retained) - 1 and i > 0
+        names |= _referenced(table.root, json.loads(path.read_text()), current_ids if previous else None)
     # every retained snapshot plans with pyiceberg the files Delta had at its version (each file holds
     # its one id); the oldest and the current one are read to rows
     static = StaticTable.from_metadata(str(current))
