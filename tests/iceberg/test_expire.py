@@ -336,3 +336,27 @@ def test_a_long_history_is_bounded_and_stays_readable(tmp_path: Path) -> None:
         PROP_DELETE_AFTER_COMMIT: "true",
     }
     _check(table, props)
+
+
+def test_a_catalog_behind_is_brought_forward_without_the_expired_snapshots(tmp_path: Path) -> None:
+    """The updates a REST catalog gets (pyiceberg applies them here as the catalog would) remove the
+    snapshots the sync expired, whose manifest lists are deleted."""
+    from pyiceberg.table.update import update_table_metadata
+
+    from icecompat_writer.iceberg.catalogs import _forward
+
+    root = tmp_path / "behind"
+    table = Table(root, 7 * DAY_MS)
+    now = int(time.time() * 1000)
+    table.commit(now, PROTOCOL, _metadata_action({PROP_MAX_SNAPSHOTS: "2"}))
+    table.change(now, 1, 0)
+    write_iceberg_metadata(root)
+    theirs = StaticTable.from_metadata(str(latest_metadata(root))).metadata
+    for i in range(3):
+        table.change(now + i, 1, 0)
+        write_iceberg_metadata(root)
+    ours = StaticTable.from_metadata(str(latest_metadata(root))).metadata
+    _, updates = _forward(theirs, ours)
+    moved = update_table_metadata(theirs, updates)
+    assert [s.snapshot_id for s in moved.snapshots] == [s.snapshot_id for s in ours.snapshots]
+    assert moved.current_snapshot_id == ours.current_snapshot_id
