@@ -377,6 +377,7 @@ def _forward(theirs: Any, ours: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         AddSnapshotUpdate,
         AssertRefSnapshotId,
         AssertTableUUID,
+        RemoveSnapshotsUpdate,
         SetCurrentSchemaUpdate,
         SetDefaultSpecUpdate,
         SetPropertiesUpdate,
@@ -406,6 +407,12 @@ def _forward(theirs: Any, ours: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
                 ref_name="main", type=SnapshotRefType.BRANCH, snapshot_id=ours.current_snapshot_id
             )
         )
+    # snapshots the sync expired (their manifest lists are deleted after our commit) leave the catalog's
+    # metadata too
+    ours_ids = {s.snapshot_id for s in ours.snapshots}
+    expired = sorted(sid for sid in their_snapshots if sid not in ours_ids)
+    if expired:
+        updates.append(RemoveSnapshotsUpdate(snapshot_ids=expired))
     changed = {k: v for k, v in ours.properties.items() if theirs.properties.get(k) != v}
     if changed:
         updates.append(SetPropertiesUpdate(updates=changed))

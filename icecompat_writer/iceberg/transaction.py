@@ -14,6 +14,10 @@ removed when empty. None of those files is referenced by a committed metadata fi
 metadata file created at the commit point references them. After the commit point nothing is removed:
 a failure to write the version hint (a hint only, readers list ``metadata/``) is raised as it is, the
 commit stands.
+
+History is bounded (:mod:`.expire`): before the commit point the metadata about to be written loses
+the snapshots no longer retained and the ``metadata-log`` entries past its bound; only after the commit
+point (and the version hint) are the files no retained metadata file references deleted.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import ConcurrentWriteError
 from icecompat_writer.storage import Location
 
+from . import expire
 from .locations import uri
 from .metadata import VERSION_HINT, MetadataLogEntry, MetadataUpdate
 from .producers import SnapshotChanges
@@ -98,6 +103,9 @@ class Transaction:
         now = int(time.time() * 1000)
         if self.previous is not None:
             meta.metadata_log.append(MetadataLogEntry(uri(self.previous[1]), meta.last_updated_ms))
+        delta_conf = table.delta_metadata.configuration if table.delta_metadata is not None else {}
+        retention = expire.Retention.of(delta_conf, meta.properties)
+        expiry = expire.prepare(meta, retention, now, lambda u: expire.read_metadata(table.io, table.root, u))
         meta.last_updated_ms = max(now, meta.last_snapshot_ms, meta.last_updated_ms)
         target = table.meta_dir / f"v{version}.metadata.json"
         document = json.dumps(meta.to_json(), indent=2).encode("utf-8")
@@ -107,6 +115,7 @@ class Transaction:
             )
         self.committed = (version, target)
         table.io.new_output(table.meta_dir / VERSION_HINT).write(str(version).encode("utf-8"))
+        expire.clean_up(table.io, table.root, meta, expiry, table.writer.written)
         return self.committed
 
     def abort(self) -> None:

@@ -116,7 +116,8 @@ def test_iceberg_metadata_next_to_the_log_and_pyiceberg_reads_it(store: Store, t
 
 
 def referenced_avro(where: StoreRoot, location: str, version: int) -> set[str]:
-    """Every manifest list and manifest the metadata of ``version`` reaches (keys in the bucket)."""
+    """Every manifest list and manifest the metadata of ``version`` and the earlier metadata files of
+    its ``metadata-log`` reach (keys in the bucket)."""
     from icecompat_writer.iceberg.avro import read_avro
 
     meta = json.loads(where.read(f"{where.key}/metadata/v{version}.metadata.json"))
@@ -126,8 +127,9 @@ def referenced_avro(where: StoreRoot, location: str, version: int) -> set[str]:
         assert path.startswith(prefix), (path, prefix)
         return path.removeprefix(prefix)
 
+    docs = [meta] + [json.loads(where.read(key(e["metadata-file"]))) for e in meta["metadata-log"]]
     keys: set[str] = set()
-    for snap in meta["snapshots"]:
+    for snap in (s for doc in docs for s in doc["snapshots"]):
         keys.add(key(snap["manifest-list"]))
         records, _ = read_avro(storage.parse_location(snap["manifest-list"]))
         keys.update(key(str(r["manifest_path"])) for r in records)

@@ -78,10 +78,13 @@ def _data_file(root: Path, name: str, rows: list[tuple[int, str]], with_ids: boo
 
 
 # delta-spark's own IcebergCompatV2 (no writer profile): held to IcebergCompatV2's catalog rules.
+# The commits are dated 2023: Delta's retentions of a century keep their Iceberg history to look at.
 COMPAT = {
     "delta.columnMapping.mode": "name",
     "delta.enableIcebergCompatV2": "true",
     "delta.columnMapping.maxColumnId": "2",
+    "delta.logRetentionDuration": "interval 36500 days",
+    "delta.deletedFileRetentionDuration": "interval 36500 days",
 }
 PROTOCOL_V7 = {
     "protocol": {
