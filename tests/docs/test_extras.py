@@ -131,7 +131,8 @@ def test_ranges_hold_the_pinned_versions() -> None:
             pinned = pins.get(canonicalize_name(req.name))
             assert pinned, f"[{extra}] {req.name} has no pin in constraints.txt"
             for version in pinned:
-                assert req.specifier.contains(version, prereleases=True), f"[{extra}] {req} excludes {version}"
+                held = req.specifier.contains(version, prereleases=True)
+                assert held, f"[{extra}] {req} excludes {version}"
 
 
 def test_each_store_extra_names_its_sdk() -> None:
