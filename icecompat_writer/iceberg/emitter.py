@@ -56,6 +56,8 @@ from .deletes import deletion_vector_files
 from .locations import owned
 from .metadata import (
     METADATA_DIR,
+    PROP_DELTA_COMMIT,
+    PROP_DELTA_STATE,
     PROP_DELTA_TABLE_ID,
     PROP_DELTA_VERSION,
     PROP_NAME_MAPPING,
@@ -91,11 +93,7 @@ __all__ = [
 ]
 
 
-PROP_DELTA_COMMIT = "icecompat.delta-commit"
-"""``sha256:<hex>`` of the Delta commit file of the converted version (``icecompat.delta-version``)."""
-PROP_DELTA_STATE = "icecompat.delta-state"
-"""The name, in ``metadata/``, of the file holding the Delta protocol and metadata in force at the
-converted version (``{"protocol": ..., "metaData": ...}``, the log's JSON shapes)."""
+
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ from icecompat_writer.storage import FileIO, Location
 from .avro import read_avro
 from .locations import local, owned, uri
 from .manifests import DELETED, DELETES
-from .metadata import SnapshotLogEntry, TableMetadata
+from .metadata import PROP_DELTA_STATE, SnapshotLogEntry, TableMetadata
 
 __all__ = [
     "DEFAULT_MAX_SNAPSHOTS",
@@ -370,7 +370,8 @@ def _unreferenced_new(
     can name them, so the retained snapshots this run made are the only ones whose lists are read."""
     if not written:
         return 0
-    new = {uri(p): p for p in written}
+    state = committed.properties.get(PROP_DELTA_STATE)  # the emitter's record: named by a property
+    new = {uri(p): p for p in written if state is None or p.name != state}
     referenced: set[str] = set()
     delete_manifests: list[str] = []
     for s in committed.snapshots:

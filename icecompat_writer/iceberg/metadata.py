@@ -22,6 +22,8 @@ from icecompat_writer.errors import TableReadError
 __all__ = [
     "MAIN_BRANCH",
     "METADATA_DIR",
+    "PROP_DELTA_COMMIT",
+    "PROP_DELTA_STATE",
     "PROP_DELTA_TABLE_ID",
     "PROP_DELTA_VERSION",
     "PROP_NAME_MAPPING",
@@ -50,6 +52,11 @@ VERSION_HINT = "version-hint.text"
 PROP_DELTA_VERSION = "icecompat.delta-version"
 PROP_DELTA_TABLE_ID = "icecompat.delta-table-id"
 PROP_NAME_MAPPING = "schema.name-mapping.default"
+PROP_DELTA_COMMIT = "icecompat.delta-commit"
+"""``sha256:<hex>`` of the Delta commit file of the converted version (``icecompat.delta-version``)."""
+PROP_DELTA_STATE = "icecompat.delta-state"
+"""The name, in ``metadata/``, of the file holding the Delta protocol and metadata in force at the
+converted version (``{"protocol": ..., "metaData": ...}``, the log's JSON shapes)."""
 
 MAIN_BRANCH = "main"
 

@@ -34,7 +34,7 @@ from icecompat_writer.iceberg.expire import (
     Retention,
     parse_interval_ms,
 )
-from icecompat_writer.iceberg.metadata import Snapshot, SnapshotRef, TableMetadata
+from icecompat_writer.iceberg.metadata import PROP_DELTA_STATE, Snapshot, SnapshotRef, TableMetadata
 
 from ._support import latest_metadata, read_avro
 
@@ -174,7 +174,12 @@ def _check(table: Table, props: dict[str, str]) -> None:
         # The previous metadata file (the last log entry) always stays, as Iceberg keeps it: the data
         # files of the snapshots only it lists are VACUUM's; everything else must be there.
         previous = i == len(retained) - 1 and i > 0
-        names |= _referenced(table.root, json.loads(path.read_text()), current_ids if previous else None)
+        kept = json.loads(path.read_text())
+        names |= _referenced(table.root, kept, current_ids if previous else None)
+        state = (kept.get("properties") or {}).get(PROP_DELTA_STATE)  # the emitter's own record
+        if state is not None:
+            assert i > 0 or (meta_dir / state).exists(), f"missing {state}"
+            names.add(meta_dir / state)
     # every retained snapshot plans with pyiceberg the files Delta had at its version (each file holds
     # its one id); the oldest and the current one are read to rows
     static = StaticTable.from_metadata(str(current))

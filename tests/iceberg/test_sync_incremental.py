@@ -207,8 +207,15 @@ def test_a_re_added_file_is_replaced_on_the_record_path(tmp_path: Path) -> None:
     assert metadata_json(tmp_path)["properties"][PROP_VERIFIED_FILES] == "4"
 
 
+# The synthetic commits are dated 2023: retentions of a century keep their Iceberg history to look at.
+CENTURY = {
+    "delta.logRetentionDuration": "interval 36500 days",
+    "delta.deletedFileRetentionDuration": "interval 36500 days",
+}
+
+
 def test_a_sync_after_log_clean_up_catches_up_in_one_snapshot(tmp_path: Path) -> None:
-    table = build_table(tmp_path, "v3", files=4, rows_per_file=ROWS)
+    table = build_table(tmp_path, "v3", files=4, rows_per_file=ROWS, properties=CENTURY)
     metadata = table.metadata
     write_iceberg_metadata(tmp_path)
     _append(tmp_path, metadata, 1, 4, 2)
