@@ -165,12 +165,13 @@ def test_doctor_and_the_first_guarded_write_name_a_scheme_whose_commits_go_unche
         """
         import sys
         from pyspark.sql import SparkSession
-        from icecompat_writer.cli.main import _properties, main
+        from icecompat_writer.cli.main import main
+        from icecompat_writer.cli.settings import read_properties
         from icecompat_writer.jvm.bridge import translate_exception
 
         print("EXIT", main(["doctor", "--properties-file", sys.argv[1]]))
         builder = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-        for key, value in _properties(sys.argv[1]).items():
+        for key, value in read_properties(sys.argv[1]).items():
             builder.config(key, value)
         spark = builder.config("spark.icecompat.profile", "v3").getOrCreate()
         try:
