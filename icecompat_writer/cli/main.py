@@ -14,12 +14,14 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from icecompat_writer.cli import fleet, settings
 from icecompat_writer.cli.console import configure_logging, note, quiet, restore_logging
-from icecompat_writer.cli.settings import given, parse_properties, read_properties, spark_session
+from icecompat_writer.cli.doctor import cmd_doctor
+from icecompat_writer.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_VIOLATIONS, usage_error
+from icecompat_writer.cli.settings import parse_properties, spark_session
 from icecompat_writer.errors import IcecompatError
 from icecompat_writer.fleet.run import IDENTIFIER_PROPERTY, TableRef, table_identifier
 from icecompat_writer.iceberg.cli import add_arguments as iceberg_arguments
@@ -27,9 +29,6 @@ from icecompat_writer.iceberg.cli import add_arguments as iceberg_arguments
 if TYPE_CHECKING:
     from icecompat_writer.storage import FileIO
 
-EXIT_OK = 0
-EXIT_VIOLATIONS = 1
-EXIT_ERROR = 2
 
 
 def _cmd_conf(args: argparse.Namespace) -> int:
@@ -330,147 +329,6 @@ def _command_failed(command: str, args: argparse.Namespace, kind: str, message: 
     return EXIT_ERROR
 
 
-def _guard_rows(spark: Any) -> list[tuple[str, bool, str]]:
-    """The session guard's pieces as the running session sees them."""
-    from icecompat_writer.jvm import bridge
-
-    status = bridge.guard_status(spark)
-    missing = list(status["missing"])
-    state = (
-        "on"
-        if status["guarded"]
-        else "off (spark.icecompat.guard.enabled=false: writes to writer-profile tables are refused)"
-    )
-    if status["profile"]:
-        state += f", session profile {status['profile']}"
-    rows = [
-        ("session guard", not missing, f"{state}; " + ("complete" if not missing else "; ".join(missing))),
-        ("rule service", bool(status["service_ok"]), f"{status['python']}: {status['service']}"),
-    ]
-    stores = dict(status.get("log_stores") or {})
-    unguarded = sorted(scheme for scheme, s in stores.items() if not s["guarded"])
-    own = [f"{scheme} -> {s['delegate']}" for scheme, s in sorted(stores.items()) if s["delegate_configured"]]
-    detail = f"guarded: {', '.join(sorted(set(stores) - set(unguarded))) or 'none'}"
-    if unguarded:
-        plain = ", ".join(f"{x} ({stores[x]['impl']})" for x in unguarded)
-        detail += f"; UNCHECKED: {plain}"
-    if own:
-        detail += f"; your stores wrapped: {', '.join(own)}"
-    rows.append(("commit check per scheme", not unguarded, detail))
-    return rows
-
-
-def doctor_report(
-    start_spark: bool, properties_file: str | None = None, conf: Mapping[str, str] | None = None
-) -> list[tuple[str, bool, str]]:
-    """(what, ok, detail) for each thing the plugin needs, from files up to a live session.
-
-    With ``properties_file``, the session is started from that file alone (as spark-submit would),
-    so the report says what a job using it gets; otherwise from ``icecompat_writer.session()``.
-    ``conf`` (``--conf``) is added on top of either.
-    """
-    import shutil
-
-    from icecompat_writer import sessions
-
-    rows: list[tuple[str, bool, str]] = []
-    supported = ", ".join(f"{line}.x" for line in sessions.supported_lines()) or "none built"
-    try:
-        line_dir = sessions.line_jars_dir()
-        rows.append(
-            ("spark line", True, f"Delta jars for this pyspark in {line_dir} (supported: {supported})")
-        )
-    except IcecompatError as err:
-        rows.append(("spark line", False, str(err)))
-    try:
-        jars = sessions.runtime_jars()
-        rows.append(("runtime jars", True, f"{len(jars)} in {sessions.jars_dir()}"))
-    except IcecompatError as err:
-        rows.append(("runtime jars", False, str(err)))
-    try:
-        rows.append(("driver agent", True, str(sessions.agent_jar())))
-    except IcecompatError as err:
-        rows.append(("driver agent", False, str(err)))
-    java = shutil.which("java")
-    rows.append(("java", java is not None, java or "no java on PATH: install a JDK 17"))
-    if not start_spark or not all(ok for _, ok, _ in rows):
-        return rows
-    from icecompat_writer.jvm import bridge
-
-    try:
-        if properties_file is None:
-            extra: dict[str, Any] = dict(conf or {})  # Spark keys (dotted): never session()'s own arguments
-            spark = sessions.session("icecompat-doctor", **extra)
-        else:
-            from pyspark.sql import SparkSession
-
-            builder = SparkSession.builder.appName("icecompat-doctor").master("local[1]")
-            for key, value in {**read_properties(properties_file), **dict(conf or {})}.items():
-                builder.config(key, value)
-            builder.config("spark.ui.enabled", "false")
-            spark = builder.getOrCreate()
-    except IcecompatError as err:
-        rows.append(("spark session", False, str(err)))
-        return rows
-    try:
-        sessions.require_supported_spark(spark)
-        info = bridge.shim_info(spark)
-        rows.append(
-            ("spark session", True, f"Spark {info['running_spark']}, delta-spark {info['running_delta']}")
-        )
-        same = info["built_for_delta"] == info["running_delta"]
-        rows.append(("shim vs delta", same, f"shim built for delta-spark {info['built_for_delta']}"))
-        status = bridge.writer_features_status(spark)
-        rows.append(
-            (
-                "writer-compat features",
-                bool(status["features_known"]),
-                f"agent {status['agent']}; icebergWriterCompatV1/V3 "
-                + (
-                    "known to delta-spark"
-                    if status["features_known"]
-                    else "NOT known: writer profiles refused"
-                ),
-            )
-        )
-        rows.extend(_guard_rows(spark))
-    except IcecompatError as err:
-        rows.append(("spark session", False, str(err)))
-    finally:
-        spark.stop()
-    return rows
-
-
-def _cmd_doctor(args: argparse.Namespace) -> int:
-    if args.no_spark and given(args):
-        flag = "--conf" if args.conf else "--properties-file"
-        return _usage_error(args, f"{flag} configures the session that --no-spark does not start")
-    rows = doctor_report(
-        start_spark=not args.no_spark, properties_file=args.properties_file, conf=dict(args.conf or [])
-    )
-    ok_all = all(ok for _, ok, _ in rows)
-    if args.json:
-        doc = {
-            "format": "icecompat-doctor/1",
-            "ok": ok_all,
-            "checks": [{"what": what, "ok": ok, "detail": detail} for what, ok, detail in rows],
-        }
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-    else:
-        for what, ok, detail in rows:
-            print(f"{'ok ' if ok else 'BAD'}  {what:<24} {detail}")
-    return EXIT_OK if ok_all else EXIT_VIOLATIONS
-
-
-def _usage_error(args: argparse.Namespace, message: str) -> int:
-    """argparse's usage message for the subcommand and exit 2, for what only shows after parsing."""
-    try:
-        args.command_parser.error(message)
-    except SystemExit as exit_:
-        return int(exit_.code or EXIT_ERROR)
-    return EXIT_ERROR  # pragma: no cover - error() always exits
-
-
 def _cmd_iceberg(args: argparse.Namespace) -> int:
     from icecompat_writer.iceberg.cli import run
 
@@ -536,7 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
         file_help="start the session from this spark-defaults file only (what a spark-submit job gets)",
     )
     doctor.add_argument("--json", action="store_true", help=JSON_HELP)
-    doctor.set_defaults(func=_cmd_doctor, command_parser=doctor)
+    doctor.set_defaults(func=cmd_doctor, command_parser=doctor)
 
     check = sub.add_parser("check", help="audit a Delta table (log and Parquet footers, no Spark)")
     check.add_argument("table_path", metavar="TABLE_PATH", nargs="*")
@@ -600,7 +458,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args.settings = settings.spark_settings(args)
     except OSError as err:
-        return _usage_error(args, f"--properties-file: cannot read {args.properties_file}: {err}")
+        return usage_error(args, f"--properties-file: cannot read {args.properties_file}: {err}")
     if args.settings:
         keys = ", ".join(sorted(args.settings))
         note(args, f"settings from the command line (values not shown): {keys}")

@@ -34,14 +34,9 @@ from icecompat_writer.storage import DEFAULT_IO, FileIO
 
 from . import _delta
 from .catalogs import catalog_status, sync_catalog
-from .emitter import (
-    IcebergResult,
-    _adopt,
-    _current_metadata,
-    _first_version,
-    write_iceberg_metadata,
-)
+from .emitter import IcebergResult, _adopt, write_iceberg_metadata
 from .metadata import METADATA_DIR
+from .start import current_metadata, first_version
 from .sync import IDENTIFIER_PROPERTY
 from .verification import verify_full, verify_since
 
@@ -152,9 +147,9 @@ def plan_conversion(
     root = table_root_path(os.fspath(table_root))
     versions = _delta.commit_versions(root, io=io)
     latest = versions[-1]
-    previous = _current_metadata(root, io)
+    previous = current_metadata(root, io)
     if previous is None:
-        start, _, fv, _ = _first_version(root, latest, format_version, io)
+        start, _, fv, _ = first_version(root, latest, format_version, io)
         target = root / METADATA_DIR / "v1.metadata.json"
         return ConversionPlan(str(root), latest, None, start, 1, str(target), fv, "full")
     raw = json.loads(io.new_input(previous[1]).read().decode("utf-8"))

@@ -11,8 +11,8 @@ Conversion is incremental: the metadata records the last converted Delta version
 only what the new commits add. Nothing under the table root other than ``metadata/`` is written, and no
 data file is touched.
 
-A run is a few named steps: find the current metadata file (:func:`_current_metadata`); for a first
-run, find where conversion starts (:func:`_first_version`); for a later one, read only the commits
+A run is a few named steps: find the current metadata file (:func:`.start.current_metadata`); for a first
+run, find where conversion starts (:func:`.start.first_version`); for a later one, read only the commits
 after the converted version and what the previous run recorded (:func:`_sync_from_record`: the sync
 after a commit costs what the commit costs), or, when that record cannot stand in for the log, adopt
 the existing metadata against the replayed snapshot (:func:`_adopt`), catching up in one snapshot when
@@ -47,13 +47,12 @@ from icecompat_writer.deltalog import Snapshot as DeltaSnapshot
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.paths import table_root_path
-from icecompat_writer.errors import CompatViolation, IcebergSyncWarning, TableReadError, Violation
+from icecompat_writer.errors import IcebergSyncWarning, TableReadError, Violation
 from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
 from . import _delta
-from .checks import default_format_version, requested_format_version, table_violations
+from .checks import requested_format_version
 from .deletes import deletion_vector_files
-from .locations import owned
 from .metadata import (
     METADATA_DIR,
     PROP_DELTA_COMMIT,
@@ -61,13 +60,13 @@ from .metadata import (
     PROP_DELTA_TABLE_ID,
     PROP_DELTA_VERSION,
     PROP_NAME_MAPPING,
-    VERSION_HINT,
     SetProperties,
     TableMetadata,
 )
 from .producers import SnapshotChanges, producer_for
 from .schema import violation
-from .table import IcebergTable, SnapshotInfo, refusal_context, refuse
+from .start import current_metadata, first_version
+from .table import IcebergTable, SnapshotInfo, refuse
 from .transaction import Transaction
 from .verification import (
     PROP_VERIFIED_RULES,
@@ -135,73 +134,6 @@ class IcebergResult:
 # ---------------------------------------------------------------------------------------------------
 
 
-def _existing_metadata(meta_dir: Location, io: FileIO = DEFAULT_IO) -> tuple[int, Location] | None:
-    """The highest ``v<N>.metadata.json`` in ``metadata/`` (the hint file may lag behind): one listing."""
-    try:
-        listed = [e.location for e in io.list_files(meta_dir)]
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    best: tuple[int, Location] | None = None
-    for p in listed:
-        name = p.name
-        if name.startswith("v") and name.endswith(".metadata.json") and name[1:-14].isdigit():
-            n = int(name[1:-14])
-            if best is None or n > best[0]:
-                best = (n, p)
-    return best
-
-
-def _first_version(
-    root: Location, latest: int, fv_request: int | None, io: FileIO
-) -> tuple[int, _delta.DeltaState, int, Verified]:
-    """Where a first conversion starts: the oldest version from which every later one is convertible.
-
-    A table that became compliant at some version (column mapping and IcebergCompat enabled later) is
-    converted from there on; earlier versions have no field ids and cannot be expressed in Iceberg.
-    History the log no longer has (commits cleaned up behind a checkpoint) starts at the oldest version
-    the log can still reconstruct. Returns (start version, state at start, format version, what the
-    full verification of ``latest`` established).
-    """
-    versions = _delta.commit_versions(root, io=io)
-    first = versions[0]
-    if versions != list(range(first, latest + 1)):
-        missing = sorted(set(range(first, latest + 1)) - set(versions))
-        raise TableReadError(f"the Delta log of {root} misses commits {missing[:10]}")
-    base: _delta.DeltaState | None = None
-    for version in versions:
-        try:
-            base = _delta.state_at(root, version, io=io)
-            break
-        except TableReadError:
-            continue  # this version cannot be reconstructed (no checkpoint before it): try the next
-    if base is None:
-        raise TableReadError(f"no version of the Delta log of {root} can be reconstructed")
-    changes: list[tuple[int, Protocol, Metadata]] = [(base.version, base.protocol, base.metadata)]
-    protocol, metadata = base.protocol, base.metadata
-    for commit in _delta.iter_commits(root, base.version + 1, latest, io=io):
-        if not commit.changes_table:
-            continue
-        for kind, obj in commit.actions:
-            if kind == "protocol":
-                protocol = Protocol.from_json(obj)
-            elif kind == "metaData":
-                metadata = Metadata.from_json(obj)
-        changes.append((commit.version, protocol, metadata))
-    fv = fv_request if fv_request is not None else default_format_version(changes[-1][2])
-    verified = verify_full(root, latest, fv, io=io)
-    start = changes[0][0]
-    for i in range(len(changes) - 1, -1, -1):
-        _, protocol, metadata = changes[i]
-        _, problems = table_violations(protocol, metadata, fv)
-        if problems:
-            if i == len(changes) - 1:  # cannot happen after the gate; kept so no path skips the check
-                raise CompatViolation(problems, refusal_context(latest, metadata))
-            start = changes[i + 1][0]
-            break
-    state = base if start == base.version else _delta.state_at(root, start, io=io)
-    return start, state, fv, verified
-
-
 def write_iceberg_metadata(
     table_root: str | os.PathLike[str], format_version: int | None = None, *, io: FileIO = DEFAULT_IO
 ) -> IcebergResult:
@@ -220,7 +152,7 @@ def write_iceberg_metadata(
     if format_version is not None and format_version not in (2, 3):
         raise ValueError(f"format_version must be 2 or 3, not {format_version!r}")
     root = table_root_path(os.fspath(table_root))
-    previous = _current_metadata(root, io)
+    previous = current_metadata(root, io)
     if previous is None:
         versions = _delta.commit_versions(root, io=io)
         return _first_conversion(root, versions[-1], format_version, io)
@@ -232,19 +164,9 @@ def write_iceberg_metadata(
     return _incremental_conversion(root, versions, previous, raw, format_version, io)
 
 
-def _current_metadata(root: Location, io: FileIO) -> tuple[int, Location] | None:
-    """The current metadata file, refused when ``metadata/`` or it lies outside the table's own tree."""
-    meta_dir = root / METADATA_DIR
-    owned(root, meta_dir / VERSION_HINT, "the version hint")  # a ``metadata`` link leading elsewhere
-    previous = _existing_metadata(meta_dir, io)
-    if previous is not None:
-        owned(root, previous[1], "the metadata file")
-    return previous
-
-
 def _first_conversion(root: Location, latest: int, format_version: int | None, io: FileIO) -> IcebergResult:
     """No Iceberg metadata yet: one snapshot per Delta version from the first convertible one."""
-    start, state, fv, verified = _first_version(root, latest, format_version, io)
+    start, state, fv, verified = first_version(root, latest, format_version, io)
     table = IcebergTable.fresh(root, fv, state.metadata, io)
     table.checked_inside = verified.inside
     first_commit = _delta.load_commit(root, start, io=io)

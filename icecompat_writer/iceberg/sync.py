@@ -31,7 +31,8 @@ from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
 from .catalogs import CatalogSync, sync_catalog
 from .checks import FORMAT_VERSION_PROPERTY
-from .emitter import METADATA_DIR, PROP_DELTA_VERSION, _existing_metadata, write_iceberg_metadata
+from .emitter import METADATA_DIR, PROP_DELTA_VERSION, write_iceberg_metadata
+from .start import existing_metadata
 
 __all__ = [
     "CATALOG_CONF",
@@ -88,7 +89,7 @@ def converted_version(table_root: str | os.PathLike[str], *, io: FileIO = DEFAUL
 
 
 def _converted(root: Location, io: FileIO = DEFAULT_IO) -> int | None:
-    existing = _existing_metadata(root / METADATA_DIR)
+    existing = existing_metadata(root / METADATA_DIR)
     if existing is None:
         return None
     props = json.loads(io.new_input(existing[1]).read().decode("utf-8")).get("properties") or {}

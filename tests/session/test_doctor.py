@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from icecompat_writer.cli.main import doctor_report, main
+from icecompat_writer.cli.doctor import doctor_report
+from icecompat_writer.cli.main import main
 
 
 def test_doctor_names_a_missing_jar_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
