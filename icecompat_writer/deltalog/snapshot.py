@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from io import BytesIO
 from types import MappingProxyType
 from typing import Any
 
@@ -31,10 +32,9 @@ from .paths import (
     resolve_data_path,
     table_root_path,
 )
-from .readers import iter_json_lines
 from .replay import list_log, replay
 
-__all__ = ["Snapshot", "list_versions", "read_commit", "read_snapshot"]
+__all__ = ["Snapshot", "list_versions", "read_commit", "read_commit_bytes", "read_snapshot"]
 
 
 @dataclass(frozen=True)
@@ -162,6 +162,14 @@ def read_commit(table_root: str | Location, version: int, *, io: FileIO = DEFAUL
     because a caller asking for one commit (the writer checking a concurrent commit) must not act on
     half of it.
     """
+    return read_commit_bytes(table_root, version, io=io)[0]
+
+
+def read_commit_bytes(
+    table_root: str | Location, version: int, *, io: FileIO = DEFAULT_IO
+) -> tuple[list[dict[str, Any]], bytes]:
+    """:func:`read_commit` and the commit file's bytes, read once (for a caller that also digests the
+    file)."""
     root = table_root_path(table_root)
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
         raise TableReadError(f"invalid table version {version!r}")
@@ -169,20 +177,23 @@ def read_commit(table_root: str | Location, version: int, *, io: FileIO = DEFAUL
     if not io.is_remote(log_dir) and not io.is_directory(log_dir):  # asked only where asking is free
         raise TableReadError(f"not a Delta table: {log_dir} does not exist")
     path = log_dir / commit_file_name(version)
-    out: list[dict[str, Any]] = []
     try:
-        for number, raw in iter_json_lines(path, io=io):
-            try:
-                obj = json.loads(raw)
-            except ValueError as e:
-                raise TableReadError(f"commit {version} line {number} is not valid JSON: {e}") from e
-            except RecursionError:
-                raise TableReadError(f"commit {version} line {number} is JSON nested too deeply") from None
-            if not isinstance(obj, dict):
-                raise TableReadError(f"commit {version} line {number} is not a JSON object")
-            out.append(obj)
+        data = io.new_input(path).read()
     except FileNotFoundError:
         raise TableReadError(f"commit {version} does not exist in {log_dir}") from None
     except OSError as e:
         raise TableReadError(f"cannot read commit {version} in {log_dir}: {e}") from e
-    return out
+    out: list[dict[str, Any]] = []
+    for number, raw in enumerate(BytesIO(data), start=1):  # split after b"\n" only, as the log readers do
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except ValueError as e:
+            raise TableReadError(f"commit {version} line {number} is not valid JSON: {e}") from e
+        except RecursionError:
+            raise TableReadError(f"commit {version} line {number} is JSON nested too deeply") from None
+        if not isinstance(obj, dict):
+            raise TableReadError(f"commit {version} line {number} is not a JSON object")
+        out.append(obj)
+    return out, data

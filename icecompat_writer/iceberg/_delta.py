@@ -17,6 +17,7 @@ from typing import Any
 from icecompat_writer.deltalog import list_versions, read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.paths import DELTA_LOG_DIR, LogFileKind, commit_file_name, parse_log_file_name
+from icecompat_writer.deltalog.snapshot import read_commit_bytes
 from icecompat_writer.errors import TableReadError
 from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
@@ -117,31 +118,12 @@ def load_commit(root: Location, version: int, *, io: FileIO = DEFAULT_IO) -> Com
 
     Strict: a missing commit or a damaged line raises TableReadError (a sync must not convert half of
     a commit)."""
-    log_dir = root / DELTA_LOG_DIR
-    path = log_dir / commit_file_name(version)
-    try:
-        data = io.new_input(path).read()
-    except FileNotFoundError:
-        raise TableReadError(f"commit {version} does not exist in {log_dir}") from None
-    except OSError as e:
-        raise TableReadError(f"cannot read commit {version} in {log_dir}: {e}") from e
-    actions: list[tuple[str, dict[str, Any]]] = []
-    for number, raw in enumerate(data.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            line = json.loads(raw)
-        except ValueError as e:
-            raise TableReadError(f"commit {version} line {number} is not valid JSON: {e}") from e
-        except RecursionError:
-            raise TableReadError(f"commit {version} line {number} is JSON nested too deeply") from None
-        if not isinstance(line, dict):
-            raise TableReadError(f"commit {version} line {number} is not a JSON object")
-        actions.extend((str(k), v) for k, v in line.items() if isinstance(v, dict))
+    lines, data = read_commit_bytes(root, version, io=io)
+    actions = [(str(k), v) for line in lines for k, v in line.items() if isinstance(v, dict)]
     info = next((obj for k, obj in actions if k == "commitInfo"), {})
     ts = info.get("inCommitTimestamp", info.get("timestamp"))
     if isinstance(ts, bool) or not isinstance(ts, int):
-        ts = io.new_input(path).mtime_ms()
+        ts = io.new_input(root / DELTA_LOG_DIR / commit_file_name(version)).mtime_ms()
     op = info.get("operation")
     digest = "sha256:" + hashlib.sha256(data).hexdigest()
     return Commit(version, int(ts), None if op is None else str(op), tuple(actions), digest)
