@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from icecompat_writer.errors import CompatViolation, IcecompatError
-from icecompat_writer.iceberg.cli import resolve_identifier
+from icecompat_writer.iceberg.sync import resolve_identifier
 from icecompat_writer.writing.target import Target
 
 from .report import TableOutcome
@@ -132,7 +132,7 @@ def _timed(outcome: TableOutcome, seconds: float) -> TableOutcome:
 def table_identifier(ref: TableRef, configuration: dict[str, str] | None = None) -> str | None:
     """The Iceberg identifier of a table: its ``icecompat.iceberg.identifier`` property when set (the
     user said otherwise), else its Spark catalog name ``db.tbl``; None for a bare path without one.
-    The rule of :func:`~icecompat_writer.iceberg.cli.resolve_identifier`, which one table's
+    The rule of :func:`~icecompat_writer.iceberg.sync.resolve_identifier`, which one table's
     ``icecompat iceberg --catalog`` follows too."""
     return resolve_identifier(configuration or {}, default=ref.identifier)
 

@@ -37,7 +37,7 @@ from .catalogs import catalog_status, sync_catalog
 from .emitter import IcebergResult, _adopt, write_iceberg_metadata
 from .metadata import METADATA_DIR
 from .start import current_metadata, first_version
-from .sync import IDENTIFIER_PROPERTY
+from .sync import IDENTIFIER_PROPERTY, resolve_identifier
 from .verification import verify_full, verify_since
 
 __all__ = [
@@ -93,17 +93,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="verify and say what would be written and what the catalog would get; change nothing",
     )
     parser.add_argument("--json", action="store_true", help="print only JSON on stdout")
-
-
-def resolve_identifier(
-    configuration: Mapping[str, str], given: str | None = None, default: str | None = None
-) -> str | None:
-    """The Iceberg identifier of a table: ``given`` (``--identifier``: the command line is the most
-    specific), else its ``icecompat.iceberg.identifier`` property (the user chose it; the sync after
-    every commit uses it too), else ``default`` (its Spark catalog name ``db.tbl``); None when there is
-    none of them."""
-    prop = configuration.get(IDENTIFIER_PROPERTY) or None
-    return given or (str(prop) if prop else None) or default
 
 
 @dataclass(frozen=True)

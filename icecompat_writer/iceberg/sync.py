@@ -43,6 +43,7 @@ __all__ = [
     "IcebergSync",
     "IcebergSyncWarning",
     "converted_version",
+    "resolve_identifier",
     "sync_after_commit",
     "sync_requested",
 ]
@@ -97,6 +98,17 @@ def _converted(root: Location, io: FileIO = DEFAULT_IO) -> int | None:
     return int(raw) if raw is not None and str(raw).isdigit() else None
 
 
+def resolve_identifier(
+    configuration: Mapping[str, str], given: str | None = None, default: str | None = None
+) -> str | None:
+    """The Iceberg identifier of a table: ``given`` (``--identifier``: the command line is the most
+    specific), else its ``icecompat.iceberg.identifier`` property (the user chose it; the sync after
+    every commit uses it too), else ``default`` (its Spark catalog name ``db.tbl``); None when there is
+    none of them."""
+    prop = configuration.get(IDENTIFIER_PROPERTY) or None
+    return given or (str(prop) if prop else None) or default
+
+
 def _catalog_target(
     conf_catalog: str | None, configuration: Mapping[str, str], default_identifier: str | None = None
 ) -> tuple[str, str] | None:
@@ -106,10 +118,9 @@ def _catalog_target(
     table's name in the Spark catalog (``db.tbl``) when it was written through that name.
     """
     name = configuration.get(CATALOG_PROPERTY) or conf_catalog
-    given = configuration.get(IDENTIFIER_PROPERTY)
-    if not name and not given:
+    if not name and not configuration.get(IDENTIFIER_PROPERTY):
         return None
-    identifier = given or default_identifier
+    identifier = resolve_identifier(configuration, default=default_identifier)
     if not name or not identifier:
         raise IcecompatError(
             f"a catalog sync needs both a catalog ({CATALOG_PROPERTY} or {CATALOG_CONF}) and an "
