@@ -71,7 +71,7 @@ from icecompat_writer.storage import FileIO, Location
 from .avro import read_avro
 from .locations import local, owned, uri
 from .manifests import DELETED, DELETES
-from .metadata import PROP_DELTA_STATE, SnapshotLogEntry, TableMetadata
+from .metadata import METADATA_DIR, PROP_DELTA_STATE, SnapshotLogEntry, TableMetadata
 
 __all__ = [
     "DEFAULT_MAX_SNAPSHOTS",
@@ -420,8 +420,13 @@ def _clean_up(io: FileIO, root: Location, committed: TableMetadata, expiry: Expi
     dropped = expiry.dropped_metadata
     readable = dropped if len(dropped) <= 8 else [dropped[0], dropped[-1]]
     candidates: dict[str, dict[str, Any]] = {}
+    states: set[str] = set()  # the emitter's records named by dropped files and not by the committed one
     for file_uri in readable:
-        for s in _snapshots_of(read_metadata(io, root, file_uri)):
+        doc = read_metadata(io, root, file_uri)
+        state = str(((doc or {}).get("properties") or {}).get(PROP_DELTA_STATE) or "")
+        if state and state != committed.properties.get(PROP_DELTA_STATE) and "/" not in state:
+            states.add(uri(root / METADATA_DIR / state))
+        for s in _snapshots_of(doc):
             if int(s.get("sequence-number", 0)) < horizon and str(s["manifest-list"]) not in retained_lists:
                 candidates[str(s["manifest-list"])] = s
     expired_manifests: dict[str, int] = {}  # manifest uri -> content
@@ -448,7 +453,9 @@ def _clean_up(io: FileIO, root: Location, committed: TableMetadata, expiry: Expi
 
     doomed = [*sorted(delete_files), *sorted(manifests), *lists]
     if expiry.retention.delete_after_commit:
-        doomed += dropped  # last: a metadata file outlives every file it names
+        # last: a metadata file outlives every file it names. Only the current metadata file's record
+        # is ever read (a missing one means a full replay), so older records go with the files naming them.
+        doomed += sorted(states) + dropped
     return io.delete(_owned(io, root, doomed))
 
 

@@ -365,3 +365,35 @@ def test_a_catalog_behind_is_brought_forward_without_the_expired_snapshots(tmp_p
     moved = update_table_metadata(theirs, updates)
     assert [s.snapshot_id for s in moved.snapshots] == [s.snapshot_id for s in ours.snapshots]
     assert moved.current_snapshot_id == ours.current_snapshot_id
+
+
+def test_the_emitters_old_state_records_go_with_the_metadata_files_naming_them(tmp_path: Path) -> None:
+    """A metadata change writes a new state record each time; the records of dropped metadata files
+    are deleted with them, the current one is kept."""
+    root = tmp_path / "changing"
+    table = Table(root, 7 * DAY_MS)
+    now = int(time.time() * 1000)
+    props = {
+        PROP_MAX_SNAPSHOTS: "3",
+        PROP_MIN_SNAPSHOTS_TO_KEEP: "1",
+        PROP_PREVIOUS_VERSIONS_MAX: "2",
+        PROP_DELETE_AFTER_COMMIT: "true",
+    }
+    table.commit(now, PROTOCOL, _metadata_action(props))
+    table.change(now, 1, 0)
+    write_iceberg_metadata(root)
+    for i in range(6):  # each commit changes the table's metadata, then adds a file
+        table.commit(now + i, _metadata_action({**props, "user.revision": str(i)}))
+        write_iceberg_metadata(root)
+        table.change(now + i, 1, 0)
+        write_iceberg_metadata(root)
+    records = sorted(p.name for p in (root / "metadata").glob("*-delta-state.json"))
+    doc = json.loads(latest_metadata(root).read_text())
+    files = [Path(e["metadata-file"].removeprefix("file://")) for e in doc["metadata-log"]]
+    logged = [json.loads(f.read_text()) for f in files]
+    named = {(d.get("properties") or {}).get(PROP_DELTA_STATE) for d in logged}
+    named.add(doc["properties"][PROP_DELTA_STATE])
+    assert doc["properties"][PROP_DELTA_STATE] in records
+    assert set(records) <= named, records
+    assert len(records) <= 3
+    _check(table, props)
