@@ -93,7 +93,18 @@ from icecompat_writer.iceberg.sync import (
     sync_requested,
 )
 from icecompat_writer.jvm import protocol
-from icecompat_writer.jvm.protocol import Answer, CheckCommit, PlanMetadata, Request, Sync
+from icecompat_writer.jvm.protocol import (
+    Answer,
+    CheckCommit,
+    CheckCommitAnswer,
+    PingAnswer,
+    PlanMetadata,
+    PlanMetadataAnswer,
+    Refusal,
+    Request,
+    Sync,
+    SyncAnswer,
+)
 from icecompat_writer.planning import plan
 from icecompat_writer.rules.verdict import (
     CommandAhead,
@@ -116,7 +127,7 @@ _FEATURE_PROPERTY = "delta.feature.{}"
 
 def _refusal(
     profile: str, violations: list[Violation], context: str, delete: list[str] | None = None
-) -> Answer:
+) -> Refusal:
     return {
         "ok": False,
         "profile": profile,
@@ -126,7 +137,7 @@ def _refusal(
     }
 
 
-def _plan_metadata(req: PlanMetadata, io: storage.FileIO) -> Answer:
+def _plan_metadata(req: PlanMetadata, io: storage.FileIO) -> PlanMetadataAnswer | Refusal:
     proposed = new = Metadata.from_json(req.new_metadata)
     previous = None
     if req.table_exists:
@@ -232,7 +243,7 @@ def _supplied_facts(add: Any, supplied: Mapping[str, Any]) -> Any:
         return dataclasses.replace(facts, footer_error=f"{add.path}: {e.reason}")
 
 
-def _check_commit(req: CheckCommit, io: storage.FileIO) -> Answer:
+def _check_commit(req: CheckCommit, io: storage.FileIO) -> CheckCommitAnswer | Refusal:
     """The last check before a commit file is written: the same rules whatever the table's store.
 
     A local table's previous state and new footers are read here; for a table on an object store the
@@ -280,7 +291,7 @@ def _check_commit(req: CheckCommit, io: storage.FileIO) -> Answer:
                 out.append(str(local))
         return out
 
-    synced: Answer = {} if req.opted_out else _sync_wanted(metadata.configuration)
+    synced: CheckCommitAnswer = {} if req.opted_out else _sync_wanted(metadata.configuration)
     pending = _declared_later(req, previous, metadata, delete, io)
     if pending is not None:
         return pending
@@ -306,7 +317,7 @@ def _check_commit(req: CheckCommit, io: storage.FileIO) -> Answer:
     return _refusal(profile, list(verdict.violations), context, delete())
 
 
-def _sync_wanted(configuration: Mapping[str, str]) -> Answer:
+def _sync_wanted(configuration: Mapping[str, str]) -> CheckCommitAnswer:
     """``{"sync": {...}}`` when the committed table asks for Iceberg, else ``{}``.
 
     The JVM sends the value back in its ``sync`` request once the commit file exists: the table
@@ -318,7 +329,7 @@ def _sync_wanted(configuration: Mapping[str, str]) -> Answer:
     return {"sync": {k: str(configuration[k]) for k in keys if k in configuration}}
 
 
-def _sync(req: Sync, io: storage.FileIO) -> Answer:
+def _sync(req: Sync, io: storage.FileIO) -> SyncAnswer:
     """Iceberg metadata (and catalog) after a guarded commit: :func:`.iceberg.sync.sync_after_commit`.
 
     Its warning is not printed here but answered (``warning``), for the JVM to log in the driver; and
@@ -337,7 +348,7 @@ def _sync(req: Sync, io: storage.FileIO) -> Answer:
             req.identifier or None,
             io=io,
         )
-    answer: Answer = {
+    answer: SyncAnswer = {
         "ok": synced.error is None,
         "profile": None,
         "converted_version": synced.converted_version,
@@ -352,7 +363,7 @@ def _sync(req: Sync, io: storage.FileIO) -> Answer:
 
 def _declared_later(
     req: CheckCommit, previous: Any, metadata: Any, delete: Any, io: storage.FileIO
-) -> Answer | None:
+) -> Refusal | None:
     """A commit made before the metadata its command sets: judged by what that metadata will be.
 
     delta-spark turns row tracking on in several commits (the protocol upgrade, the backfill that
@@ -406,7 +417,8 @@ def _answer(req: Request, io: storage.FileIO) -> Answer:
     if isinstance(req, protocol.Hello):
         return protocol.check_hello(req)
     if isinstance(req, protocol.Ping):
-        return {"ok": True, "version": __version__, "protocol": protocol.PROTOCOL_VERSION}
+        pong: PingAnswer = {"ok": True, "version": __version__, "protocol": protocol.PROTOCOL_VERSION}
+        return pong
     if isinstance(req, PlanMetadata):
         return _plan_metadata(req, io)
     if isinstance(req, CheckCommit):
@@ -433,13 +445,16 @@ def main(stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
     for line in src:
         if not line.strip():
             continue
+        op = None
         try:
             req = json.loads(line)
         except json.JSONDecodeError as e:
             answer: Answer = {"error": f"request is not JSON: {e}"}
         else:
             answer = handle(req)
-        dst.write(protocol.serialize_answer(answer) + "\n")
+            op = req.get("op") if isinstance(req, dict) and isinstance(req.get("op"), str) else None
+        # each operation's answer is held to its own type (protocol.ANSWERS)
+        dst.write(protocol.serialize_answer(answer, op) + "\n")
         dst.flush()
     return 0
 

@@ -110,6 +110,25 @@ def test_an_answer_key_outside_the_protocol_is_refused() -> None:
         protocol.serialize_answer({"ok": True, "colour": "red"})  # type: ignore[typeddict-unknown-key]
 
 
+def test_each_operation_answers_only_its_own_keys() -> None:
+    """An answer key of one operation is refused in another's answer; an error fits every operation."""
+    assert set(protocol.ANSWERS) == {"hello", "ping", "plan_metadata", "check_commit", "sync"}
+    with pytest.raises(protocol.ProtocolError, match="unknown key 'metadata'"):
+        protocol.serialize_answer({"ok": True, "metadata": None}, "sync")
+    with pytest.raises(protocol.ProtocolError, match="unknown key 'sync'"):
+        protocol.serialize_answer({"ok": True, "sync": {}}, "plan_metadata")
+    for op in protocol.ANSWERS:
+        assert protocol.serialize_answer({"error": "boom"}, op) == '{"error":"boom"}'
+    assert set(protocol.Refusal.__annotations__) <= protocol.answer_keys("plan_metadata")
+    assert set(protocol.Refusal.__annotations__) <= protocol.answer_keys("check_commit")
+    answers = _answers(
+        {"op": "ping"},
+        {"op": "plan_metadata", "new_metadata": {"schemaString": "{}", "configuration": {}}},
+    )
+    assert set(answers[0]) <= protocol.answer_keys("ping") and answers[0]["ok"] is True
+    assert set(answers[1]) <= protocol.answer_keys("plan_metadata")
+
+
 def _java_fields() -> dict[str, set[str]]:
     """Per operation, the keys ServiceMessages.java writes, plus the keys other classes attach."""
     source = (_JAVA / "ServiceMessages.java").read_text()
