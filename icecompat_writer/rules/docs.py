@@ -159,7 +159,8 @@ def render() -> str:
         "",
         "Rules are declarative: each names one of these generic checks and gives it parameters "
         "(`export_catalog()` gives both as JSON data). The session guard's JVM side runs none of them "
-        "itself: it asks the Python rule service (`icecompat_writer.jvm.service`), which runs these.",
+        "itself: it asks the Python rule service (`icecompat_writer.jvm.service`), whose verdicts, like "
+        "every caller's, come from `icecompat_writer.rules.verdict`, which runs these.",
         "",
         "| kind | scope | params | what it checks |",
         "| --- | --- | --- | --- |",

@@ -30,6 +30,8 @@ _WRITES_RULES = frozenset(
     }
 )
 _WRITE_CLAUSE = f"{P}#schema-serialization-format"
+# the rules the verdict raises itself from what a moment brings (paths outside the table, unread footers)
+_VERDICT = "icecompat_writer.rules.verdict"
 _EMIT = "icecompat_writer.iceberg"
 _EMIT_CLAUSE = "docs/iceberg.md#then-the-emitters-own-checks"
 _UPGRADE_LAYER = "icecompat_writer.upgrading.plan"
@@ -198,7 +200,7 @@ def layer_rules() -> list[Rule]:
             fix="make a DEEP CLONE (CREATE TABLE ... DEEP CLONE ...) or copy the rows with compat_write",
             clause=_WRITE_CLAUSE,
             stages=(Stage.COMMIT,),
-            layer="icecompat_writer.jvm.service",
+            layer=_VERDICT,
         ),
         Rule(
             "DELTA-WRITE-FOOTER-UNREAD",
@@ -211,7 +213,7 @@ def layer_rules() -> list[Rule]:
             "session's settings (`icecompat doctor`)",
             clause=_WRITE_CLAUSE,
             stages=(Stage.COMMIT,),
-            layer="icecompat_writer.planning",
+            layer=_VERDICT,
         ),
         _emit_rule(
             "ICEBERG-EMIT-TYPE",
