@@ -25,6 +25,8 @@ _WRITES = "icecompat_writer.rules.writes"
 _WRITES_RULES = frozenset(
     {
         "DELTA-WRITE-CONFIG-PROPERTY",
+        "DELTA-WRITE-DUPLICATE-COLUMN",
+        "DELTA-WRITE-EMPTY-STRUCT",
         "DELTA-WRITE-PROPERTY-VALUE",
         "DELTA-WRITE-VARIANT-ICEBERG-V3",
     }
