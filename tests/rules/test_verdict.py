@@ -327,3 +327,12 @@ def test_moments_are_frozen() -> None:
     with raises_exactly(FrozenInstanceError):
         moment.profile = W3  # type: ignore[misc]
     assert replace(moment, profile=W3).profile == W3
+
+
+def test_transitions_name_profiles_and_rules_of_those_profiles() -> None:
+    """The catalog's transition data: known profiles, and refusals under a rule of the profile held."""
+    for held, declared in PROFILE_UPGRADES:
+        assert {held, declared} <= set(PROFILES) and held != declared
+    for ahead in FEATURES_AHEAD:
+        assert ahead.profile in RULES_BY_ID[ahead.rule].profiles
+        assert ahead.key in RULES_BY_ID[ahead.rule].param("keys")
