@@ -19,7 +19,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # Fixtures that start a server (or reach one): a test using any of them is an integration test.
 SERVER_FIXTURES = frozenset(
     {"s3_server", "s3a", "s3_env", "serial_s3", "serial_env", "azurite", "abfs", "azure_env"}
-    | {"rest_catalog", "hive_metastore"}
+    | {"rest_catalog", "hive_metastore", "trino"}
 )
 
 
@@ -281,5 +281,23 @@ def rest_catalog(s3_server: S3Server, tmp_path_factory: pytest.TempPathFactory) 
         "client.region": s3_server.region,
     }
     server = start_rest_catalog(tmp_path_factory.mktemp("rest-catalog"), s3)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def trino(rest_catalog: Any, hive_metastore: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A single Trino 470 node on 127.0.0.1 for the run (Iceberg connector only, 1 GB heap) with two
+    catalogs on the run's catalog servers: ``rest`` and ``hms``. Tables on local disk are read through
+    Trino's Hadoop file system (``fs.hadoop.enabled``). Started by the first test that uses it; see
+    tests/trinoserver.py."""
+    from tests.trinoserver import start_trino
+
+    files = {"connector.name": "iceberg", "fs.hadoop.enabled": "true"}
+    catalogs = {
+        "rest": {**files, "iceberg.catalog.type": "rest", "iceberg.rest-catalog.uri": rest_catalog.uri},
+        "hms": {**files, "iceberg.catalog.type": "hive_metastore", "hive.metastore.uri": hive_metastore.uri},
+    }
+    server = start_trino(tmp_path_factory.mktemp("trino"), catalogs)
     yield server
     server.stop()

@@ -238,9 +238,10 @@ def _is_sql(catalog: Any) -> bool:
 
 
 def _is_glue(catalog: Any) -> bool:
-    from pyiceberg.catalog.glue import GlueCatalog
-
-    return isinstance(catalog, GlueCatalog)
+    # pyiceberg's Glue module needs boto3, which the iceberg-catalog extra does not install (a REST or
+    # Hive user has none): a Glue catalog object exists only if the module loaded
+    module = sys.modules.get("pyiceberg.catalog.glue")
+    return module is not None and isinstance(catalog, module.GlueCatalog)
 
 
 def _is_hive(catalog: Any) -> bool:

@@ -7,6 +7,7 @@ line's pass can only come from the built package.
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 import sysconfig
@@ -27,13 +28,28 @@ def pytest_configure(config: pytest.Config) -> None:
     sys.stderr.write(f"icecompat_writer from {where.parent}, Python {platform.python_version()}\n")
 
 
+def _iceberg_runtime(spark_version: str) -> list[str]:
+    """Apache Iceberg's Spark runtime for this Spark line, when bin/lines names the folder bin/setup
+    fetched it into (``ICECOMPAT_ENGINE_JARS``) and it holds one for the line: the session then also
+    reads Iceberg tables through catalogs (``lines_spark_iceberg.py``)."""
+    folder = os.environ.get("ICECOMPAT_ENGINE_JARS")
+    if not folder:
+        return []
+    line = ".".join(spark_version.split(".")[:2])
+    return [str(p) for p in sorted(Path(folder).glob(f"iceberg-spark-runtime-{line}_2.13-*.jar"))]
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    import pyspark
+
     import icecompat_writer
 
     base = tmp_path_factory.mktemp("spark")
+    extra = _iceberg_runtime(pyspark.__version__)
     session = icecompat_writer.session(
         "icecompat-smoke",
+        **({"spark.jars": ",".join(extra)} if extra else {}),
         **{
             "spark.sql.warehouse.dir": str(base / "warehouse"),
             "spark.driver.extraJavaOptions": f"-Dderby.system.home={base / 'derby'}",
