@@ -26,6 +26,7 @@ from icecompat_writer import compat_write
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.iceberg.catalogs import sync_catalog
 from icecompat_writer.jvm.bridge import guard_iceberg_syncs
+from icecompat_writer.storage import io_for
 from tests.catalogservers import HiveMetastore, RestCatalogServer
 from tests.trinoserver import TrinoError, TrinoServer
 
@@ -72,7 +73,7 @@ def _write(spark: SparkSession, path: Path, fv: int, dvs: bool, rows: int = 40, 
 
 def _sync(path: Path, table: str) -> None:
     for catalog in CATALOGS:
-        sync_catalog(catalog, table, str(latest_metadata(path)))
+        sync_catalog(catalog, table, str(latest_metadata(path)), io=io_for(path))
 
 
 def _select(trino: TrinoServer, catalog: str, table: str, suffix: str = "") -> list[dict[str, Any]]:
@@ -92,7 +93,7 @@ def test_trino_reads_every_commit_through_rest_and_hive(
         if statement is not None:
             spark.sql(statement.format(p=path))
             guard_iceberg_syncs(spark, drain=True)
-        version = read_snapshot(path).version
+        version = read_snapshot(path, io=io_for(path)).version
         meta = metadata_json(path)
         assert (meta["format-version"], meta["properties"]["icecompat.delta-version"]) == (fv, str(version))
         delta = spark_rows(spark.read.format("delta").option("versionAsOf", version).load(str(path)))
@@ -125,6 +126,6 @@ def test_trino_470_cannot_read_v3_deletion_vectors(
     guard_iceberg_syncs(spark, drain=True)
     assert any(name.endswith(".puffin") for name in (p.name for p in (path / "metadata").iterdir()))
     table = f"trino.dv_{tmp_path.name}".replace("-", "_").lower()
-    sync_catalog("rest", table, str(latest_metadata(path)))
+    sync_catalog("rest", table, str(latest_metadata(path)), io=io_for(path))
     expected = spark_rows(spark.read.format("delta").load(str(path)))
     assert _select(trino, "rest", table) == expected

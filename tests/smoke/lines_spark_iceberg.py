@@ -30,6 +30,7 @@ from icecompat_writer import compat_write
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.iceberg.catalogs import sync_catalog
 from icecompat_writer.jvm.bridge import guard_iceberg_syncs
+from icecompat_writer.storage import io_for
 from tests.catalogservers import start_hive_metastore, start_rest_catalog
 
 pytestmark = [pytest.mark.smoke, pytest.mark.spark]
@@ -110,7 +111,7 @@ def test_spark_iceberg_reads_every_commit_through_rest_and_hive(spark: Any, tmp_
             spark.sql(statement.format(p=path))
             synced = guard_iceberg_syncs(spark, drain=True)
             assert [s.get("error") for s in synced if str(path) in s["table"]] == [None], statement
-        version = read_snapshot(path).version
+        version = read_snapshot(path, io=io_for(path)).version
         delta[version] = _rows(
             spark.read.format("delta")
             .option("versionAsOf", version)
@@ -118,7 +119,7 @@ def test_spark_iceberg_reads_every_commit_through_rest_and_hive(spark: Any, tmp_
             .select("id", "v", "part")
         )
         for catalog in CATALOGS:
-            sync_catalog(catalog, table, str(_latest_metadata(path)))
+            sync_catalog(catalog, table, str(_latest_metadata(path)), io=io_for(path))
             read = _rows(spark.table(f"{catalog}.{table}").select("id", "v", "part"))
             assert read == delta[version], (catalog, statement)
         snapshots.append(json.loads(_latest_metadata(path).read_text())["current-snapshot-id"])
