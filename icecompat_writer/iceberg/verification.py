@@ -44,7 +44,12 @@ from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.errors import Violation
 from icecompat_writer.evidence.footers import file_facts
-from icecompat_writer.evidence.live_files import counted_from_footer, snapshot_facts
+from icecompat_writer.evidence.live_files import (
+    counted_from_footer,
+    footer_reader,
+    read_in_threads,
+    snapshot_facts,
+)
 from icecompat_writer.facts import DataFileFacts
 from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
@@ -193,8 +198,9 @@ def verify_full(
     facts: list[DataFileFacts] = []
     inside: set[str] = set()
     read = 0
-    if io.is_remote(snap.table_root):
-        # one listing of the table, then one ranged read per footer in a bounded pool (the checker's path)
+    if io.is_remote(snap.table_root) or footer_reader() is not read_in_threads:
+        # one listing of the table, then one ranged read per footer in a bounded pool (the checker's
+        # path); also where a session's executors read the footers (evidence.live_files.footers_read_by)
         facts = list(snapshot_facts(snap, files="all", every_file=True, footer_counts=True).facts)
         read = len(facts)
         real_root = io.resolved(snap.table_root)

@@ -1,0 +1,200 @@
+"""Where footers are read: this process's threads, or a Spark session's executors, with the same facts.
+
+The unit tests run the executor side (``read_slice``) and the driver's side (``unpack``) in this
+process, through pickle as Spark sends them; the integration test runs the same job on the shared
+session's executors (local[2]); tests/guard/test_cluster.py runs it on a standalone cluster.
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from icecompat_writer.checking.check import check_table
+from icecompat_writer.deltalog import read_snapshot
+from icecompat_writer.errors import SessionConfigError
+from icecompat_writer.evidence.live_files import (
+    FooterJob,
+    footer_job,
+    footer_reader,
+    footers_read_by,
+    read_in_threads,
+    snapshot_facts,
+)
+from icecompat_writer.jvm.footers import (
+    DEFAULT_THRESHOLD,
+    EXECUTORS_KEY,
+    JOB_GROUP,
+    THRESHOLD_KEY,
+    ExecutorFooterReader,
+    PinnedIO,
+    parse_mode,
+    parse_threshold,
+    read_slice,
+    unpack,
+    use_executors,
+)
+from icecompat_writer.storage import FileIO, StoreOptions, parse_location
+from tests.cli.synthetic import build_table, stats
+from tests.deltalog import logbuilder as lb
+
+
+def _mixed_table(root: Path) -> Path:
+    """Five good files and bad ones of every kind: missing, not Parquet, a directory."""
+    extra = [
+        lb.add("gone.parquet", stats=stats(3), size=500),
+        lb.add("garbage.parquet", stats=stats(3), size=12),
+        lb.add("adir.parquet", stats=stats(3), size=0),
+    ]
+    build_table(root, "writer-v1", files=5, extra_adds=extra)
+    (root / "garbage.parquet").write_bytes(b"not parquet!")
+    (root / "adir.parquet").mkdir()
+    return root
+
+
+def _job(root: Path) -> FooterJob:
+    snapshot = read_snapshot(root)
+    return footer_job(snapshot, snapshot.add_files)
+
+
+# --- the choice: setting and threshold ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("mode", "files", "expected"),
+    [
+        ("auto", 0, False),
+        ("auto", DEFAULT_THRESHOLD, False),
+        ("auto", DEFAULT_THRESHOLD + 1, True),
+        ("true", 1, True),
+        ("false", 10_000_000, False),
+    ],
+)
+def test_auto_sends_only_jobs_above_the_threshold(mode: str, files: int, expected: bool) -> None:
+    assert use_executors(mode, DEFAULT_THRESHOLD, files) is expected
+
+
+def test_settings_parse_and_malformed_ones_are_refused_naming_the_key() -> None:
+    assert parse_mode(None) == parse_mode(" ") == "auto"
+    assert parse_mode(" TRUE ") == "true"
+    assert parse_threshold(None) == DEFAULT_THRESHOLD
+    assert parse_threshold("2_000") == 2000
+    with pytest.raises(SessionConfigError, match=EXECUTORS_KEY):
+        parse_mode("yes")
+    with pytest.raises(SessionConfigError, match=THRESHOLD_KEY):
+        parse_threshold("-1")
+    with pytest.raises(SessionConfigError, match=THRESHOLD_KEY):
+        parse_threshold("many")
+
+
+class _Conf:
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.values.get(key, default)
+
+
+class _ConnectLike:
+    """What a Spark Connect session offers here: settings, and no SparkContext."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.conf = _Conf(values)
+
+    @property
+    def sparkContext(self) -> Any:
+        raise RuntimeError("Spark Connect has no SparkContext")
+
+
+def test_the_session_setting_and_the_flag_choose_and_a_session_without_executors_reads_here() -> None:
+    session = _ConnectLike({EXECUTORS_KEY: "auto", THRESHOLD_KEY: "3"})
+    reader = ExecutorFooterReader.from_session(session)
+    assert (reader.mode, reader.threshold) == ("auto", "3")
+    assert ExecutorFooterReader.from_session(session, "true").mode == "true"  # the flag wins
+    assert ExecutorFooterReader.from_session(_ConnectLike({})).mode is None  # unset: auto
+    # above the threshold, but no SparkContext to run a job on: read in this process
+    assert not reader.on_executors(4) and not reader.on_executors(3)
+    with pytest.raises(SessionConfigError, match=EXECUTORS_KEY):
+        ExecutorFooterReader(session, "sometimes").on_executors(1)
+
+
+def test_a_reader_installed_for_a_block_is_the_default_there_only(tmp_path: Path) -> None:
+    seen: list[int] = []
+
+    def counting(job: FooterJob) -> Any:
+        seen.append(len(job.files))
+        return read_in_threads(job)
+
+    root = _mixed_table(tmp_path / "t")
+    assert footer_reader() is read_in_threads
+    with footers_read_by(counting):
+        assert footer_reader() is counting
+        facts = snapshot_facts(read_snapshot(root))
+    assert footer_reader() is read_in_threads and seen == [8]
+    assert facts == snapshot_facts(read_snapshot(root))
+
+
+# --- the executor side and the driver's, through pickle -----------------------------------------------
+
+
+def test_slices_read_as_tasks_give_exactly_the_reads_of_the_driver(tmp_path: Path) -> None:
+    root = _mixed_table(tmp_path / "t")
+    job = _job(root)
+    here = list(read_in_threads(job))
+    shipped = pickle.loads(pickle.dumps(job.with_files(())))
+    files = list(job.files)
+    slices = [
+        pickle.loads(pickle.dumps(next(read_slice(shipped, files[i : i + 3]))))
+        for i in range(0, len(files), 3)
+    ]
+    there = list(unpack(slices))
+    assert there == here
+    assert [type(f.key_value_metadata) for f, _ in there if f is not None] == [
+        type(f.key_value_metadata) for f, _ in here if f is not None
+    ]
+    assert sum(f is not None for f, _ in here) == 5 and sum(p is not None for _, p in here) == 3
+    # one schema tree for the table, however many slices it came in
+    assert len({id(f.fields) for f, _ in there if f is not None}) == 1
+
+
+def test_store_options_travel_resolved_and_are_never_printed() -> None:
+    root = parse_location("s3a://lake/orders")
+    io = FileIO({"fs.s3a.access.key": "AKIAEXAMPLE", "fs.s3a.secret.key": "s3cr3t", "fs.s3a.endpoint": "h:1"})
+    pinned = pickle.loads(pickle.dumps(PinnedIO.of(io, root)))
+    assert isinstance(pinned.options(root), StoreOptions)
+    assert pinned.options(root / "a/b.parquet").as_dict() == io.options(root).as_dict()
+    other = parse_location("s3a://elsewhere/x")
+    assert pinned.options(other).as_dict() != io.options(other).as_dict()  # not this table's bucket
+    assert "s3cr3t" not in repr(pinned) and "AKIA" not in repr(pinned)
+    assert PinnedIO.of(io, Path("/tmp/t")).options(root).as_dict() == FileIO({}).options(root).as_dict()
+
+
+# --- on the shared session's executors ------------------------------------------------------------------
+
+
+def test_executors_read_the_same_facts_as_the_driver(spark: Any, tmp_path: Path) -> None:
+    """A table delta-spark wrote, and the bad files of a synthetic one: both readers, equal facts."""
+    written = str(tmp_path / "written")
+    spark.range(0, 600, 1, 6).selectExpr("id", "CAST(id % 3 AS STRING) AS k").write.format("delta").save(
+        written
+    )
+    mixed = _mixed_table(tmp_path / "mixed")
+    sc = spark.sparkContext
+    reader = ExecutorFooterReader(spark, "true")
+    for root in (Path(written), mixed):
+        before = set(sc.statusTracker().getJobIdsForGroup(JOB_GROUP))
+        snapshot = read_snapshot(root)
+        on_executors = snapshot_facts(snapshot, reader=reader, footer_counts=True)
+        jobs = set(sc.statusTracker().getJobIdsForGroup(JOB_GROUP)) - before
+        assert len(jobs) == 1  # one Spark job read them
+        stages = [s for j in jobs for s in sc.statusTracker().getJobInfo(j).stageIds]
+        tasks = sum(sc.statusTracker().getStageInfo(s).numCompletedTasks for s in stages)
+        assert tasks == min(len(snapshot.add_files), sc.defaultParallelism * 4)
+        assert on_executors == snapshot_facts(snapshot, reader=read_in_threads, footer_counts=True)
+        assert on_executors.files_read >= 5
+    assert check_table(mixed, footer_reader=reader) == check_table(mixed)
+    auto = ExecutorFooterReader(spark, "auto", 1_000)
+    assert not auto.on_executors(1_000) and auto.on_executors(1_001)
