@@ -17,8 +17,9 @@ so an executor reads with the credentials and endpoint the driver would use. The
 neither the reader nor the pinned settings print them.
 
 Whether a job goes to the executors is the session's setting ``spark.icecompat.footers.executors``:
-``auto`` (the default: when the job has more files than ``spark.icecompat.footers.executorThreshold``,
-10,000 unless set), ``true`` or ``false`` (:func:`use_executors`). Executors import this module by
+``auto`` (the default: a table on an object store with more files to read than
+``spark.icecompat.footers.executorThreshold``, 10,000 unless set), ``true`` or ``false``
+(:func:`use_executors`). Executors import this module by
 name, so the package must be on their Python path (installed, or through ``spark.executorEnv.PYTHONPATH``
 or ``--py-files``).
 """
@@ -73,14 +74,17 @@ _Slice = tuple[
 ]
 
 
-def use_executors(mode: str, threshold: int, files: int) -> bool:
+def use_executors(mode: str, threshold: int, files: int, remote: bool = True) -> bool:
     """Whether ``files`` footers are read on the executors under ``mode`` (``auto`` | ``true`` |
-    ``false``) and ``threshold``: ``auto`` sends only jobs of more than ``threshold`` files."""
+    ``false``) and ``threshold``: ``auto`` sends only jobs of more than ``threshold`` files of a
+    table on an object store (``remote``). A local footer costs a few system calls, with no latency
+    to overlap, and a path on the driver's disk need not exist on an executor's: only ``true`` sends
+    a local table (one on a file system every executor mounts)."""
     if mode == "true":
         return True
     if mode == "false":
         return False
-    return files > threshold
+    return remote and files > threshold
 
 
 def parse_mode(text: str | None) -> str:
@@ -201,12 +205,13 @@ class ExecutorFooterReader:
     def __repr__(self) -> str:
         return f"ExecutorFooterReader(mode={self.mode!r}, threshold={self.threshold!r})"
 
-    def on_executors(self, files: int) -> bool:
-        """Whether a job of ``files`` footers goes to the executors (:func:`use_executors`); a session
-        without a SparkContext (Spark Connect) reads on the driver. Raises
-        :class:`~icecompat_writer.errors.SessionConfigError` for a malformed setting."""
+    def on_executors(self, files: int, remote: bool = True) -> bool:
+        """Whether a job of ``files`` footers (of a table on an object store: ``remote``) goes to the
+        executors (:func:`use_executors`); a session without a SparkContext (Spark Connect) reads on
+        the driver. Raises :class:`~icecompat_writer.errors.SessionConfigError` for a malformed
+        setting."""
         threshold = self.threshold if isinstance(self.threshold, int) else parse_threshold(self.threshold)
-        if not files or not use_executors(parse_mode(self.mode), threshold, files):
+        if not files or not use_executors(parse_mode(self.mode), threshold, files, remote):
             return False
         try:
             self.spark.sparkContext  # noqa: B018 (Spark Connect has none: it raises)
@@ -215,7 +220,7 @@ class ExecutorFooterReader:
         return True
 
     def __call__(self, job: FooterJob) -> Iterable[FileRead]:
-        if not self.on_executors(len(job.files)):
+        if not self.on_executors(len(job.files), job.io.is_remote(job.root)):
             return read_in_threads(job)
         return self.read_on_executors(job)
 

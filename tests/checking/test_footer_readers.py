@@ -7,6 +7,7 @@ session's executors (local[2]); tests/guard/test_cluster.py runs it on a standal
 
 from __future__ import annotations
 
+import json
 import pickle
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from icecompat_writer.checking.check import check_table
+from icecompat_writer.cli.main import main
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.errors import SessionConfigError
 from icecompat_writer.evidence.live_files import (
@@ -64,17 +66,21 @@ def _job(root: Path) -> FooterJob:
 
 
 @pytest.mark.parametrize(
-    ("mode", "files", "expected"),
+    ("mode", "files", "remote", "expected"),
     [
-        ("auto", 0, False),
-        ("auto", DEFAULT_THRESHOLD, False),
-        ("auto", DEFAULT_THRESHOLD + 1, True),
-        ("true", 1, True),
-        ("false", 10_000_000, False),
+        ("auto", 0, True, False),
+        ("auto", DEFAULT_THRESHOLD, True, False),
+        ("auto", DEFAULT_THRESHOLD + 1, True, True),
+        ("auto", 10_000_000, False, False),  # a local table: the driver's disk, no latency to hide
+        ("true", 1, True, True),
+        ("true", 1, False, True),
+        ("false", 10_000_000, True, False),
     ],
 )
-def test_auto_sends_only_jobs_above_the_threshold(mode: str, files: int, expected: bool) -> None:
-    assert use_executors(mode, DEFAULT_THRESHOLD, files) is expected
+def test_auto_sends_only_object_store_jobs_above_the_threshold(
+    mode: str, files: int, remote: bool, expected: bool
+) -> None:
+    assert use_executors(mode, DEFAULT_THRESHOLD, files, remote) is expected
 
 
 def test_settings_parse_and_malformed_ones_are_refused_naming_the_key() -> None:
@@ -178,7 +184,7 @@ def test_store_options_travel_resolved_and_are_never_printed() -> None:
 def test_executors_read_the_same_facts_as_the_driver(spark: Any, tmp_path: Path) -> None:
     """A table delta-spark wrote, and the bad files of a synthetic one: both readers, equal facts."""
     written = str(tmp_path / "written")
-    spark.range(0, 600, 1, 6).selectExpr("id", "CAST(id % 3 AS STRING) AS k").write.format("delta").save(
+    spark.range(0, 300, 1, 3).selectExpr("id", "CAST(id % 3 AS STRING) AS k").write.format("delta").save(
         written
     )
     mixed = _mixed_table(tmp_path / "mixed")
@@ -198,3 +204,22 @@ def test_executors_read_the_same_facts_as_the_driver(spark: Any, tmp_path: Path)
     assert check_table(mixed, footer_reader=reader) == check_table(mixed)
     auto = ExecutorFooterReader(spark, "auto", 1_000)
     assert not auto.on_executors(1_000) and auto.on_executors(1_001)
+    assert not auto.on_executors(1_001, remote=False)
+
+
+def test_the_executors_flag_reads_on_the_running_session_for_check_and_iceberg(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = build_table(tmp_path / "t", "writer-v1", files=3).root
+    tracker = spark.sparkContext.statusTracker()
+    docs = []
+    for command in ("check", "iceberg"):
+        before = set(tracker.getJobIdsForGroup(JOB_GROUP))
+        code = main([command, str(root), "--executors", "--json"])
+        out = capsys.readouterr()
+        assert code == 0, out.err
+        assert len(set(tracker.getJobIdsForGroup(JOB_GROUP)) - before) == 1  # one job read the footers
+        docs.append(json.loads(out.out))
+    assert docs[0]["compliant"] and docs[0]["files"]["footers_read"] == 3
+    assert docs[1]["written"] and docs[1]["delta_version"] == 0
+    assert not spark.sparkContext._jsc.sc().isStopped()  # the running session was used, not stopped
