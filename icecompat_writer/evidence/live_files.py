@@ -65,6 +65,7 @@ __all__ = [
     "footers_read_by",
     "parse_files_option",
     "read_in_threads",
+    "reads_here",
     "selected_indexes",
     "snapshot_facts",
 ]
@@ -423,6 +424,15 @@ def footers_read_by(reader: FooterReader | None) -> Iterator[None]:
         yield
     finally:
         _READER.reset(token)
+
+
+def reads_here(reader: FooterReader, files: int, remote: bool) -> bool:
+    """Whether ``reader`` reads a job of ``files`` footers (of a table on an object store: ``remote``)
+    in this process. A reader that may send jobs elsewhere answers through a ``reads_here(files,
+    remote)`` method of its own; any other reads here. A caller with a faster path of its own for
+    reads in this process (the Iceberg verification of a local table) keeps it then."""
+    decide = getattr(reader, "reads_here", None)
+    return True if decide is None else bool(decide(files, remote))
 
 
 def footer_job(snapshot: Snapshot, adds: Sequence[AddFile]) -> FooterJob:

@@ -219,6 +219,11 @@ class ExecutorFooterReader:
             return False
         return True
 
+    def reads_here(self, files: int, remote: bool) -> bool:
+        """The opposite of :meth:`on_executors` (what :func:`~icecompat_writer.evidence.live_files.reads_here`
+        asks)."""
+        return not self.on_executors(files, remote)
+
     def __call__(self, job: FooterJob) -> Iterable[FileRead]:
         if not self.on_executors(len(job.files), job.io.is_remote(job.root)):
             return read_in_threads(job)

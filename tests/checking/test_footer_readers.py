@@ -24,6 +24,7 @@ from icecompat_writer.evidence.live_files import (
     footer_reader,
     footers_read_by,
     read_in_threads,
+    reads_here,
     snapshot_facts,
 )
 from icecompat_writer.jvm.footers import (
@@ -123,6 +124,7 @@ def test_the_session_setting_and_the_flag_choose_and_a_session_without_executors
     assert ExecutorFooterReader.from_session(_ConnectLike({})).mode is None  # unset: auto
     # above the threshold, but no SparkContext to run a job on: read in this process
     assert not reader.on_executors(4) and not reader.on_executors(3)
+    assert reads_here(reader, 4, True) and reads_here(read_in_threads, 10_000_000, True)
     with pytest.raises(SessionConfigError, match=EXECUTORS_KEY):
         ExecutorFooterReader(session, "sometimes").on_executors(1)
 
@@ -205,6 +207,8 @@ def test_executors_read_the_same_facts_as_the_driver(spark: Any, tmp_path: Path)
     auto = ExecutorFooterReader(spark, "auto", 1_000)
     assert not auto.on_executors(1_000) and auto.on_executors(1_001)
     assert not auto.on_executors(1_001, remote=False)
+    assert reads_here(auto, 1_001, False) and not reads_here(auto, 1_001, True)
+    assert not reads_here(reader, 1, False)  # true: local tables too
 
 
 def test_the_executors_flag_reads_on_the_running_session_for_check_and_iceberg(
