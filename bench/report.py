@@ -14,7 +14,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
-from . import bench_deletion_vectors, bench_guard
+from . import bench_deletion_vectors, bench_footers, bench_guard
 from .bench_checker import CheckerRow
 from .bench_iceberg import IcebergRow, SyncRow, sync_section, sync_targets
 from .bench_planning import PlanningRow
@@ -65,6 +65,7 @@ class Results:
     iceberg_runs: int
     profiles_of_misses: dict[str, str]
     storage: StorageRow | None = None  # check on a local S3 server against local disk
+    footers_executors: list[bench_footers.ExecutorRow] = field(default_factory=list)  # threads vs executors
     elapsed_s: float = 0.0
     load_at_end: str = ""
     guard: list[bench_guard.GuardRow] = field(default_factory=list)
@@ -520,6 +521,8 @@ def markdown(r: Results) -> str:
         lines += bench_deletion_vectors.section(r.deletion_vectors, r.dv_runs)
     if r.storage is not None:
         lines += storage_section(r.storage)
+    if r.footers_executors:
+        lines += bench_footers.section(r.footers_executors)
     if r.guard:
         lines += bench_guard.section(r.guard, r.guard_runs)
     lines += _misses_section(r, rows)

@@ -36,6 +36,7 @@ if __package__ in (None, ""):  # run as a script: make ``bench`` and the project
 from bench import (
     bench_checker,
     bench_deletion_vectors,
+    bench_footers,
     bench_guard,
     bench_iceberg,
     bench_planning,
@@ -69,6 +70,7 @@ class Config:
     guard_runs: int
     guard_small_runs: int = bench_guard.SMALL_RUNS
     storage_files: int = 2000
+    executor_footer_files: int = 2000  # bench_footers: S3 with latency, driver threads against executors
     dv_files: int = 10_000
     dv_runs: int = 1
     warmups: bool = True  # every section's untimed warm-up rounds or runs
@@ -111,6 +113,7 @@ QUICK = Config(
     guard_small_runs=1,
     storage_files=100,
     dv_files=200,
+    executor_footer_files=400,
 )
 # The harness's own test: the quick run's write and planning cells (the test asserts them), the other
 # sections' tables smaller, and no warm-up anywhere (a warm-up makes numbers comparable; a smoke run's
@@ -122,6 +125,7 @@ SMOKE = replace(
     iceberg_sync_sizes=[100],
     guard_rows=[1, 10_000],
     storage_files=10,
+    executor_footer_files=20,
     dv_files=100,  # bench_checker.build's log needs at least 30 live files
     warmups=False,
 )
@@ -198,6 +202,7 @@ def run(
         import icecompat_writer
 
         say("starting a local Spark session")
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python tasks (footers) run this one
         spark = icecompat_writer.session("icecompat-bench")
     try:
         machine = report.machine(spark)
@@ -226,6 +231,9 @@ def run(
         ]
         dvs = bench_deletion_vectors.measure(cfg.dv_files, cfg.dv_runs, progress=say, warmup=warm)
         stored = bench_storage.measure(cfg.storage_files, cfg.checker_runs, progress=say, warmup=warm)
+        on_executors = bench_footers.measure(
+            spark, cfg.executor_footer_files, cfg.checker_runs, progress=say, warmup=warm
+        )
         guard = bench_guard.measure(
             spark, cfg.guard_rows, cfg.guard_runs, small_runs=cfg.guard_small_runs, progress=say, warmup=warm
         )
@@ -247,6 +255,7 @@ def run(
             dv_runs=cfg.dv_runs,
             profiles_of_misses={},
             storage=stored,
+            footers_executors=on_executors,
             guard=guard,
             guard_runs=cfg.guard_runs,
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     from tests.objectstores import s3a_test_jars
 
     base = tmp_path_factory.mktemp("spark")
+    # Python tasks (footers read on the executors) run this interpreter, which has the package's
+    # dependencies, not whatever ``python3`` is first on PATH; read when the SparkContext starts.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = icecompat_writer.session(
         "icecompat-tests",
         **{

@@ -36,6 +36,7 @@ from icecompat_writer.evidence.live_files import (
     UNREADABLE_DATA_FILE,
     UNREADABLE_DELETION_VECTOR,
     CheckFinding,
+    FooterReader,
     Severity,
     SnapshotFacts,
     counted_from_footer,
@@ -104,6 +105,7 @@ def check_table(
     version: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     io: FileIO | None = None,
+    footer_reader: FooterReader | None = None,
 ) -> Report:
     """Check the table at ``path`` against ``profile`` (default: the one it declares), reading its
     files through ``io`` (default: :func:`~icecompat_writer.storage.io_for` the table's root, with the
@@ -113,7 +115,9 @@ def check_table(
     many violations each has. ``files`` chooses which data files' footers are read: ``all``, ``none`` or
     ``sample:N``; the AddFile claims of every file (numRecords, deletion vectors) are checked whatever
     it says, and the deletion vectors of the selected files are read and verified.
-    ``progress(done, total)`` is called as footers are read. Raises
+    ``progress(done, total)`` is called as footers are read. ``footer_reader`` reads them (default:
+    the one in force, :func:`~icecompat_writer.evidence.live_files.footer_reader`; a session's
+    executors with :class:`~icecompat_writer.jvm.footers.ExecutorFooterReader`). Raises
     :class:`~icecompat_writer.errors.TableReadError` when there is no readable table at ``path``,
     :class:`~icecompat_writer.planning.UnknownProfileError` for an unknown profile and
     :class:`~icecompat_writer.errors.IcecompatError` for a malformed ``files``.
@@ -136,7 +140,14 @@ def check_table(
     declared = declared_profile(snapshot.metadata.configuration)
     chosen = profile or held_profile(snapshot.metadata.configuration, snapshot.protocol)
     try:
-        seen = snapshot_facts(snapshot, files=files, progress=progress, every_file=False, footer_counts=True)
+        seen = snapshot_facts(
+            snapshot,
+            files=files,
+            progress=progress,
+            every_file=False,
+            footer_counts=True,
+            reader=footer_reader,
+        )
     except IcecompatError:
         raise
     except UNREADABLE_TABLE_ERRORS as e:  # live files are decoded lazily: damage may surface only here

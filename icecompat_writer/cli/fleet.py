@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from icecompat_writer.errors import CompatViolation, IcecompatError
+from icecompat_writer.evidence.live_files import FooterReader, footers_read_by
 from icecompat_writer.fleet import (
     FleetReport,
     TableOutcome,
@@ -30,6 +31,7 @@ from icecompat_writer.fleet import (
 )
 from icecompat_writer.fleet.run import DEFAULT_PARALLEL, IDENTIFIER_PROPERTY, table_identifier
 from icecompat_writer.iceberg.cli import catalog_plan, plan_conversion
+from icecompat_writer.jvm.footers import ExecutorFooterReader
 
 from .console import note, quiet
 from .settings import spark_session
@@ -105,11 +107,15 @@ def run(command: str, args: argparse.Namespace) -> int:
     paths = list(args.table_path or [])
     parallel = DEFAULT_PARALLEL if args.parallel is None else args.parallel
     dry_run = bool(getattr(args, "dry_run", False))
-    needs_spark = args.database is not None or (command == "upgrade" and not dry_run)
+    executors = bool(getattr(args, "executors", False))
+    needs_spark = args.database is not None or executors or (command == "upgrade" and not dry_run)
     spark, started = spark_session("icecompat-fleet", args) if needs_spark else (None, False)
     try:
         refs = discover_database(spark, args.database) if args.database else path_refs(paths)
         work = _work(command, args, spark)
+        if spark is not None:  # footers on the executors: always with --executors, else big tables
+            reader = ExecutorFooterReader.from_session(spark, "true" if executors else None)
+            work = _reading_with(reader, work)
         began = time.perf_counter()
         note(args, f"{command}: {len(refs)} table(s), {parallel} at a time")
         outcomes = _with_progress(command, refs, work, parallel, quiet=quiet(args))
@@ -126,6 +132,18 @@ def run(command: str, args: argparse.Namespace) -> int:
             fh.write(report.render_html())
     sys.stdout.write(report.render_json() if args.json else report.render_text())
     return report.exit_code()
+
+
+def _reading_with(
+    reader: FooterReader, work: Callable[[TableRef], TableOutcome]
+) -> Callable[[TableRef], TableOutcome]:
+    """``work`` reading its footers with ``reader``, in whichever thread of the pool it runs."""
+
+    def wrapped(ref: TableRef) -> TableOutcome:
+        with footers_read_by(reader):
+            return work(ref)
+
+    return wrapped
 
 
 def _work(command: str, args: argparse.Namespace, spark: Any) -> Callable[[TableRef], TableOutcome]:

@@ -23,8 +23,10 @@ from icecompat_writer.cli.doctor import cmd_doctor
 from icecompat_writer.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_VIOLATIONS, usage_error
 from icecompat_writer.cli.settings import parse_properties, spark_session
 from icecompat_writer.errors import IcecompatError
+from icecompat_writer.evidence.live_files import footers_read_by
 from icecompat_writer.fleet.run import IDENTIFIER_PROPERTY, TableRef, table_identifier
 from icecompat_writer.iceberg.cli import add_arguments as iceberg_arguments
+from icecompat_writer.jvm.footers import ExecutorFooterReader
 
 if TYPE_CHECKING:
     from icecompat_writer.storage import FileIO
@@ -86,6 +88,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from icecompat_writer.checking.check import check_table
     from icecompat_writer.storage import io_for
 
+    spark, started = spark_session("icecompat-check", args) if args.executors else (None, False)
+    reader = None if spark is None else ExecutorFooterReader.from_session(spark, "true")
     # Progress goes to stderr, so it never mixes with the report (or the JSON) on stdout.
     bar = Progress(console=Console(stderr=True), transient=True)
     task = None
@@ -100,8 +104,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
         bar.update(task, completed=done)
 
     try:
-        io = io_for(args.table_path)  # the environment's store settings: a command line runs no Spark session
-        report = check_table(args.table_path, args.profile, files=args.files, progress=progress_cb, io=io)
+        io = io_for(args.table_path)  # the command line's store settings, else the environment's
+        report = check_table(
+            args.table_path, args.profile, files=args.files, progress=progress_cb, io=io, footer_reader=reader
+        )
     except IcecompatError as err:
         return _check_failed(args, type(err).__name__, str(err))
     except Exception as err:  # exit 1 means "violations": a crash must not look like one
@@ -109,6 +115,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     finally:
         if task is not None:  # stopping a bar that never started still writes a newline
             bar.stop()
+        if started and spark is not None:
+            spark.stop()
     lag = _iceberg_lag(args.table_path, report.version, io)
     catalog = _catalog_state(args.catalog, args.table_path, io)
     if args.json:
@@ -332,7 +340,15 @@ def _command_failed(command: str, args: argparse.Namespace, kind: str, message: 
 def _cmd_iceberg(args: argparse.Namespace) -> int:
     from icecompat_writer.iceberg.cli import run
 
-    return run(args)
+    if not args.executors:
+        return run(args)
+    spark, started = spark_session("icecompat-iceberg", args)
+    try:
+        with footers_read_by(ExecutorFooterReader.from_session(spark, "true")):
+            return run(args)
+    finally:
+        if started:
+            spark.stop()
 
 
 PROFILES = ["v3", "writer-v1", "writer-v3"]
@@ -411,6 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_files_option,
         help="data file footers to read: all, none or sample:N (default all)",
     )
+    _executors_argument(check)
     settings.add_arguments(check)
     fleet.add_arguments(check, with_catalog=True)
     check.set_defaults(func=fleet.routed("check", _cmd_check), command_parser=check)
@@ -433,17 +450,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     iceberg = sub.add_parser("iceberg", help="write Iceberg metadata next to a compliant Delta table")
     iceberg_arguments(iceberg)
+    _executors_argument(iceberg)
     settings.add_arguments(iceberg)
     fleet.add_arguments(iceberg)
     iceberg.set_defaults(func=fleet.routed("iceberg", _cmd_iceberg), command_parser=iceberg)
     return parser
 
 
+def _executors_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--executors",
+        action="store_true",
+        help="read the data files' Parquet footers as a Spark job on the executors of a Spark session "
+        "(the running one, else one started with the command line's settings), not in this process",
+    )
+
+
 def _starts_spark(args: argparse.Namespace) -> bool:
     """Whether the command may start a Spark session (which gets every setting of the command line)."""
     if args.command == "doctor":
         return not args.no_spark
-    if getattr(args, "database", None) is not None:
+    if getattr(args, "database", None) is not None or getattr(args, "executors", False):
         return True
     return args.command == "upgrade" and not args.dry_run
 

@@ -16,7 +16,9 @@ The values are never printed or logged (``-v`` names the keys only): they are of
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -170,5 +172,9 @@ def spark_session(app_name: str, args: argparse.Namespace) -> tuple[Any, bool]:
             note(args, "using the running Spark session")
         return running, False
     keys = ", ".join(sorted(settings)) or "none"
+    if settings.get("spark.master", "local").startswith("local"):
+        # A local session's Python tasks (footers read on its executors) run this interpreter, which
+        # has the package, not the first ``python3`` on PATH; PYSPARK_PYTHON still wins.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     note(args, f"starting a Spark session (settings from the command line: {keys})")
     return session(app_name, **settings), True

@@ -6,7 +6,10 @@ data file or deletion vector missing or unreadable, a path leaving the table roo
 disagrees with its file. Data files are only ever opened when their path, symlinks resolved, stays
 inside the table root. On an object store (S3, GCS, Azure) the table is listed once, which gives
 every object's size, and each footer then costs one ranged read of the object's tail, read in
-parallel by a bounded pool (:func:`icecompat_writer.storage.map_bounded`).
+parallel by a bounded pool (:func:`icecompat_writer.storage.map_bounded`). Where the footers are
+read is a :class:`FooterReader`'s choice: this process's threads by default, or a Spark session's
+executors (:mod:`icecompat_writer.jvm.footers`), which read slices of the same :class:`FooterJob`
+with the same functions and return the same facts.
 
 The checker (:func:`icecompat_writer.checking.check.check_table`), the Iceberg emitter's verification
 and the upgrade all read a snapshot's files through :func:`snapshot_facts`, so that what one calls
@@ -19,9 +22,11 @@ import dataclasses
 import os
 import random
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 from icecompat_writer import storage
 from icecompat_writer.compat import StrEnum
@@ -47,11 +52,20 @@ __all__ = [
     "UNREADABLE_DATA_FILE",
     "UNREADABLE_DELETION_VECTOR",
     "CheckFinding",
+    "FileClaim",
+    "FileRead",
+    "FooterJob",
+    "FooterReader",
     "Severity",
     "SnapshotFacts",
     "counted_from_footer",
     "deletion_vector_findings",
+    "footer_job",
+    "footer_reader",
+    "footers_read_by",
     "parse_files_option",
+    "read_in_threads",
+    "reads_here",
     "selected_indexes",
     "snapshot_facts",
 ]
@@ -135,6 +149,63 @@ class CheckFinding:
         }
 
 
+class FileClaim(NamedTuple):
+    """What one footer read is held to: an AddFile's path (exactly as the log writes it), its ``size``
+    and its ``numRecords``. Three fields, so that a reader on another machine is sent little."""
+
+    path: str
+    size: int
+    num_records: int | None
+
+
+FileRead = tuple[ParquetFooter | None, CheckFinding | None]
+"""One file's footer (None when not read) and the finding that says why, or that it disagrees with
+its claim."""
+
+
+@dataclass(frozen=True)
+class FooterJob:
+    """The footers of one table's files to read, as the driver decided them: readable anywhere.
+
+    ``files`` holds each file's claim and, on an object store, its size from the driver's one
+    listing of the table (None: not listed, so missing). The job says nothing about where it is read:
+    a :class:`FooterReader` decides that, and every reader returns what :func:`read_in_threads` would.
+    """
+
+    root: Location
+    io: FileIO
+    files: Sequence[tuple[FileClaim, int | None]]
+
+    def with_files(self, files: Sequence[tuple[FileClaim, int | None]]) -> FooterJob:
+        """The same table and store settings, other files (a slice of these)."""
+        return dataclasses.replace(self, files=files)
+
+
+class FooterReader(Protocol):
+    """Reads a :class:`FooterJob`: one :class:`FileRead` per file, in the job's order.
+
+    :func:`read_in_threads` (this process) is the default; a reader that sends slices of the job
+    elsewhere (a Spark session's executors) lives with the code that knows about Spark and is handed
+    down by the entry points that hold a session.
+    """
+
+    def __call__(self, job: FooterJob) -> Iterable[FileRead]: ...
+
+
+def read_in_threads(job: FooterJob) -> Iterator[FileRead]:
+    """Read ``job`` here: on an object store in a bounded pool of threads (each footer one ranged read
+    of the object's tail, the latency overlapped), locally one file after another (a footer read is
+    a few system calls; the links leaving the table root are checked on each)."""
+    if job.io.remote:
+        root, io = job.root, job.io
+        yield from storage.map_bounded(lambda item: _read_object(root, item[0], item[1], io), job.files)
+        return
+    root_text = str(job.root)
+    real_root = os.path.realpath(root_text)
+    for claim, _ in job.files:
+        yield _read_data_file(root_text, real_root, claim, job.io)
+
+
 def parse_files_option(text: str) -> tuple[str, int]:
     """``all`` | ``none`` | ``sample:N`` -> (kind, N)."""
     t = text.strip().lower()
@@ -199,9 +270,7 @@ def _outside_findings(snapshot: Snapshot) -> list[CheckFinding]:
     return out
 
 
-def _read_data_file(
-    root: str, real_root: str, add: AddFile, io: FileIO
-) -> tuple[ParquetFooter | None, CheckFinding | None]:
+def _read_data_file(root: str, real_root: str, add: FileClaim, io: FileIO) -> FileRead:
     """The footer of one live data file, or the finding that says why the checker cannot vouch for it.
 
     The log path is resolved lexically (a path outside the root is already a finding and is skipped
@@ -237,19 +306,16 @@ def _read_data_file(
     return footer, _claim_mismatch(add, footer, size)
 
 
-def _read_object(
-    root: Location, add: AddFile, sizes: dict[str, int], io: FileIO
-) -> tuple[ParquetFooter | None, CheckFinding | None]:
+def _read_object(root: Location, add: FileClaim, size: int | None, io: FileIO) -> FileRead:
     """:func:`_read_data_file` for a table on an object store: one ranged read of the object's tail.
 
-    ``sizes`` is one listing of the table (object URI -> size): it says which files exist and how
-    long they are, so no file costs more than the ranged read of its footer. An object store has no
-    links, pipes or devices; a path outside the root is already a finding.
+    ``size`` comes from one listing of the table (None: not listed): it says whether the file exists
+    and how long it is, so no file costs more than the ranged read of its footer. An object store has
+    no links, pipes or devices; a path outside the root is already a finding.
     """
     target = resolve_data_path(root, add.path)
     if target is None:
         return None, None
-    size = sizes.get(storage.location_uri(target))
     try:
         if size is None:
             raise FooterReadError(target, "the file does not exist")
@@ -260,7 +326,7 @@ def _read_object(
 
 
 def _footer_finding(
-    add: AddFile, e: FooterReadError | OSError, missing: bool = False, where: object = None
+    add: FileClaim, e: FooterReadError | OSError, missing: bool = False, where: object = None
 ) -> CheckFinding:
     """Why the checker cannot vouch for a data file whose footer it could not read, wherever it lies:
     gone (``missing``, at ``where``), or not readable Parquet (a :class:`FooterReadError`, which the
@@ -278,7 +344,7 @@ def _footer_finding(
     )
 
 
-def _claim_mismatch(add: AddFile, footer: ParquetFooter, size: int) -> CheckFinding | None:
+def _claim_mismatch(add: FileClaim, footer: ParquetFooter, size: int) -> CheckFinding | None:
     if add.size and size != add.size:
         return CheckFinding(
             SIZE_MISMATCH,
@@ -333,31 +399,71 @@ def _claimed_facts(snapshot: Snapshot, selected: range | set[int]) -> dict[int, 
     return {i: _claims(add) for i, add in zip(indices, files.get_many(indices), strict=True)}
 
 
+_READER: ContextVar[FooterReader] = ContextVar("icecompat_footer_reader", default=read_in_threads)
+
+
+def footer_reader() -> FooterReader:
+    """The reader in force: :func:`read_in_threads` unless an entry point installed another."""
+    return _READER.get()
+
+
+@contextmanager
+def footers_read_by(reader: FooterReader | None) -> Iterator[None]:
+    """Read every snapshot's footers with ``reader`` inside the ``with`` block (None: no change).
+
+    An entry point that holds a Spark session (an upgrade, a conversion run with a session, a
+    ``--database`` run) installs its executors' reader here once, instead of handing it through every
+    layer between it and the footer reads; the block is this context's (a thread started inside it
+    reads with the default). Readers return the same facts, so only where the reads run changes.
+    """
+    if reader is None:
+        yield
+        return
+    token = _READER.set(reader)
+    try:
+        yield
+    finally:
+        _READER.reset(token)
+
+
+def reads_here(reader: FooterReader, files: int, remote: bool) -> bool:
+    """Whether ``reader`` reads a job of ``files`` footers (of a table on an object store: ``remote``)
+    in this process. A reader that may send jobs elsewhere answers through a ``reads_here(files,
+    remote)`` method of its own; any other reads here. A caller with a faster path of its own for
+    reads in this process (the Iceberg verification of a local table) keeps it then."""
+    decide = getattr(reader, "reads_here", None)
+    return True if decide is None else bool(decide(files, remote))
+
+
+def footer_job(snapshot: Snapshot, adds: Sequence[AddFile]) -> FooterJob:
+    """The job that reads ``adds``'s footers: on an object store with each file's size from one
+    listing of the table (no HEAD per file)."""
+    io, root = snapshot.io, snapshot.table_root
+    claims = [FileClaim(add.path, add.size, add.num_records) for add in adds]
+    if not io.remote:
+        return FooterJob(root, io, [(claim, None) for claim in claims])
+    listed = io.list_tree(root) if adds else []
+    sizes = {storage.location_uri(e.location): e.size for e in listed}
+    files: list[tuple[FileClaim, int | None]] = []
+    for claim in claims:
+        target = resolve_data_path(root, claim.path)
+        files.append((claim, None if target is None else sizes.get(storage.location_uri(target))))
+    return FooterJob(root, io, files)
+
+
 def _read_footers(
     snapshot: Snapshot,
     facts: dict[int, DataFileFacts],
     selected: range | set[int],
     progress: Callable[[int, int], None] | None,
+    reader: FooterReader,
 ) -> tuple[list[CheckFinding], int]:
     """Add the footers of the selected files to ``facts`` (in place); their findings, and how many read."""
-    root = str(snapshot.table_root)
     findings: list[CheckFinding] = []
     total = len(selected)
     read = 0
     order = sorted(selected)
-    adds = snapshot.files.get_many(order)
-    io = snapshot.io
-    table_root = snapshot.table_root
-    if io.remote:
-        # one listing says which objects exist and their sizes: one ranged read per footer, no HEAD
-        listed = io.list_tree(table_root) if adds else []
-        sizes = {storage.location_uri(e.location): e.size for e in listed}
-        results: Iterable[tuple[ParquetFooter | None, CheckFinding | None]] = storage.map_bounded(
-            lambda add: _read_object(table_root, add, sizes, io), adds
-        )
-    else:
-        real_root = os.path.realpath(root)
-        results = (_read_data_file(root, real_root, add, io) for add in adds)
+    results = reader(footer_job(snapshot, snapshot.files.get_many(order)))
     for done, (i, (footer, problem)) in enumerate(zip(order, results, strict=True), 1):
         if footer is not None:
             facts[i] = dataclasses.replace(facts[i], footer=footer)
@@ -393,6 +499,7 @@ def snapshot_facts(
     progress: Callable[[int, int], None] | None = None,
     every_file: bool = True,
     footer_counts: bool = False,
+    reader: FooterReader | None = None,
 ) -> SnapshotFacts:
     """The facts the file rules are evaluated on, and the findings of the log and the files.
 
@@ -407,7 +514,11 @@ def snapshot_facts(
     warning says how many counts came from footers. A file whose commit is there and wrote no
     statistics keeps no count: that commit broke the rule. The upgrade counts no footer, so that it
     rewrites such files and the log carries the statistic again.
+
+    ``reader`` reads the footers (default: :func:`footer_reader`, this process's threads unless an
+    entry point installed a session's executors; the facts are the same wherever they are read).
     """
+    reader = footer_reader() if reader is None else reader
     kind, n = parse_files_option(files)
     selected = selected_indexes(snapshot, kind, n)
     with gc_paused():
@@ -420,10 +531,10 @@ def snapshot_facts(
     ]
     if len(findings) != len(snapshot.findings):
         findings.extend(_outside_findings(snapshot))
-    file_findings, read = _read_footers(snapshot, facts, selected, progress)
+    file_findings, read = _read_footers(snapshot, facts, selected, progress, reader)
     findings.extend(file_findings)
     if footer_counts:
-        extra_findings, extra_read = _count_from_footers(snapshot, facts)
+        extra_findings, extra_read = _count_from_footers(snapshot, facts, reader)
         findings.extend(extra_findings)
         read += extra_read
     return SnapshotFacts(list(facts.values()), tuple(findings), len(selected), read)
@@ -443,7 +554,7 @@ def counted_from_footer(fact: DataFileFacts, lost: frozenset[str]) -> DataFileFa
 
 
 def _count_from_footers(
-    snapshot: Snapshot, facts: dict[int, DataFileFacts]
+    snapshot: Snapshot, facts: dict[int, DataFileFacts], reader: FooterReader
 ) -> tuple[list[CheckFinding], int]:
     """Give the files without ``numRecords`` their footer's row count (in place); the findings, and
     how many footers were read for it (those of files the ``files`` option did not select)."""
@@ -452,7 +563,7 @@ def _count_from_footers(
     if not uncounted:
         return [], 0
     unread = {i for i in uncounted if facts[i].footer is None and facts[i].footer_error is None}
-    findings, read = _read_footers(snapshot, facts, unread, None) if unread else ([], 0)
+    findings, read = _read_footers(snapshot, facts, unread, None, reader) if unread else ([], 0)
     counted = 0
     for i in uncounted:
         facts[i] = counted_from_footer(facts[i], lost)

@@ -44,7 +44,12 @@ from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.errors import Violation
 from icecompat_writer.evidence.footers import file_facts
-from icecompat_writer.evidence.live_files import counted_from_footer, snapshot_facts
+from icecompat_writer.evidence.live_files import (
+    counted_from_footer,
+    footer_reader,
+    reads_here,
+    snapshot_facts,
+)
 from icecompat_writer.facts import DataFileFacts
 from icecompat_writer.storage import FileIO, Location
 
@@ -193,16 +198,20 @@ def verify_full(
     facts: list[DataFileFacts] = []
     inside: set[str] = set()
     read = 0
-    if io.remote:
-        # one listing of the table, then one ranged read per footer in a bounded pool (the checker's path)
+    remote = io.remote
+    if remote or not reads_here(footer_reader(), len(snap.files), remote):
+        # one listing of the table, then one ranged read per footer in a bounded pool (the checker's
+        # path); also where a session's executors read the footers (evidence.live_files.footers_read_by)
         facts = list(snapshot_facts(snap, files="all", every_file=True, footer_counts=True).facts)
         read = len(facts)
         real_root = io.resolved(snap.table_root)
-        outside = [
-            outside_violation(a.path, r)
-            for a in snap.add_files
-            if (r := data_path_outside(snap.table_root, real_root, a.path, io=io)) is not None
-        ]
+        outside = []
+        for a in snap.add_files:
+            r = data_path_outside(snap.table_root, real_root, a.path, io=io)
+            if r is None:
+                inside.add(a.path)
+            else:
+                outside.append(outside_violation(a.path, r))
         _, problems = table_violations(snap.protocol, snap.metadata, format_version, facts)
         refuse([*outside, *problems], refusal_context(version, snap.metadata))
     else:

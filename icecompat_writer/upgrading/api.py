@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.errors import CompatViolation, IcecompatError, TableReadError
+from icecompat_writer.evidence.live_files import footers_read_by
+from icecompat_writer.jvm.footers import ExecutorFooterReader
 from icecompat_writer.storage import io_for
 from icecompat_writer.upgrading.plan import FileRewrite, UpgradePlan, plan_upgrade
 from icecompat_writer.writing.target import Target
@@ -248,13 +250,17 @@ def upgrade_table(
         raise IcecompatError("upgrade_table needs a SparkSession (only a dry run does without one)")
     if prof.name.startswith("writer-"):
         bridge.activate_writer_features(spark)
+    # every live file's footer is read to plan: on the executors when the table is big (the
+    # session's spark.icecompat.footers.* settings)
+    footers = ExecutorFooterReader.from_session(spark)
 
     def attempt_upgrade(t: transaction.Attempt) -> UpgradeResult:
         pending = t.pending
         read_version = t.read_version
         if read_version < 0:
             raise TableReadError(f"there is no Delta table at {location}")
-        p = plan_upgrade(location, prof.name, version=read_version, io=io)
+        with footers_read_by(footers):
+            p = plan_upgrade(location, prof.name, version=read_version, io=io)
         if not p.needed:
             return UpgradeResult.from_plan(p, dry_run=False, attempts=t.number)
 

@@ -31,7 +31,9 @@ from icecompat_writer.errors import (
     TableNotFoundError,
 )
 from icecompat_writer.evidence.footers import file_facts
+from icecompat_writer.evidence.live_files import footers_read_by
 from icecompat_writer.iceberg.sync import CATALOG_CONF, IcebergSync, sync_after_commit, sync_requested
+from icecompat_writer.jvm.footers import ExecutorFooterReader
 from icecompat_writer.planning import Plan, plan
 from icecompat_writer.rules import verdict
 from icecompat_writer.storage import FileIO, io_for
@@ -422,7 +424,9 @@ def _sync_iceberg(
     if not sync_requested(configuration):
         return result
     conf_catalog = spark.conf.get(CATALOG_CONF, None)
-    synced = sync_after_commit(
-        result.location, result.version, configuration, conf_catalog, identifier, io=io
-    )
+    # a first conversion reads every live file's footer: on the executors when the table is big
+    with footers_read_by(ExecutorFooterReader.from_session(spark)):
+        synced = sync_after_commit(
+            result.location, result.version, configuration, conf_catalog, identifier, io=io
+        )
     return dataclasses.replace(result, iceberg=synced)

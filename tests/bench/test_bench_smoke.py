@@ -74,6 +74,7 @@ def test_quick_run_writes_every_section_and_a_png(spark, tmp_path: Path) -> None
     assert [r.size for r in results.iceberg_sync] == smoke.iceberg_sync_sizes
     assert results.deletion_vectors is not None and results.deletion_vectors.files == smoke.dv_files
     assert results.storage is not None and results.storage.files == smoke.storage_files
+    assert [r.files for r in results.footers_executors] == [smoke.executor_footer_files] * 2
     assert [g.rows for g in results.guard] == smoke.guard_rows
     assert all(len(samples) == 1 for g in results.guard for samples in g.samples.values())
     assert any(m.startswith("write: 1 rows unpartitioned, run 1/1") for m in results.progress)

@@ -1,5 +1,6 @@
 """A real distributed run: a standalone master and two workers on 127.0.0.1, a spark-submit job that
-writes with plain ``df.write.format("delta")``, configured only by ``conf/spark-defaults.conf``."""
+writes with plain ``df.write.format("delta")``, configured only by ``conf/spark-defaults.conf``, then
+checks the table with its footers read on the workers' executors (one driver start for both)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pyspark
 import pytest
 
 from icecompat_writer.checking.check import check_table
+from icecompat_writer.jvm.footers import JOB_GROUP
 from tests.support import latest
 
 # a standalone cluster and spark-submit in child processes
@@ -142,6 +144,19 @@ def test_spark_submit_on_a_standalone_cluster_writes_a_compliant_table(cluster: 
                 "named_struct('qty', id % 7, 'tags', array(CAST(id AS STRING))) AS detail")
             df.write.format("delta").partitionBy("region").save({str(table)!r})
             print("ROWS", spark.read.format("delta").load({str(table)!r}).count())
+
+            from icecompat_writer.checking.check import check_table
+            from icecompat_writer.deltalog import read_snapshot
+            from icecompat_writer.evidence.live_files import read_in_threads, snapshot_facts
+            from icecompat_writer.jvm.footers import ExecutorFooterReader
+            from icecompat_writer.storage import io_for
+            reader = ExecutorFooterReader(spark, "true")
+            snap = read_snapshot({str(table)!r}, io=io_for({str(table)!r}))
+            there = snapshot_facts(snap, reader=reader)
+            here = snapshot_facts(snap, reader=read_in_threads)
+            report = check_table({str(table)!r}, footer_reader=reader)
+            print("FOOTERS", there == here, there.files_read == len(snap.add_files), reader.tasks)
+            print("CHECK", report.compliant, report == check_table({str(table)!r}))
             spark.stop()
             """
         )
@@ -150,6 +165,7 @@ def test_spark_submit_on_a_standalone_cluster_writes_a_compliant_table(cluster: 
         **os.environ,
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYTHONPATH": str(ROOT),  # the driver imports this checkout's package (the job is elsewhere)
     }
     proc = subprocess.run(
         [
@@ -162,6 +178,8 @@ def test_spark_submit_on_a_standalone_cluster_writes_a_compliant_table(cluster: 
             "spark.icecompat.profile=writer-v1",
             "--conf",
             f"spark.pyspark.python={sys.executable}",
+            "--conf",
+            f"spark.executorEnv.PYTHONPATH={ROOT}",  # so do the executors, which read footers
             "--conf",
             "spark.executor.memory=512m",
             "--conf",
@@ -211,6 +229,25 @@ def test_spark_submit_on_a_standalone_cluster_writes_a_compliant_table(cluster: 
         f["metadata"]["delta.columnMapping.physicalName"] == f"col-{f['metadata']['delta.columnMapping.id']}"
         for f in fields
     )
+    # The footers were read on the workers' executors, by one job of the footer job group, and gave
+    # the facts and the verdict the driver reads.
+    footers = next(line.split() for line in proc.stdout.splitlines() if line.startswith("FOOTERS "))
+    assert footers[1:3] == ["True", "True"], proc.stdout[-2000:]
+    assert "CHECK True True" in proc.stdout, proc.stdout[-2000:]
+    footer_stages = {
+        s["Stage ID"]
+        for e in lines
+        if e["Event"] == "SparkListenerJobStart" and e["Properties"].get("spark.jobGroup.id") == JOB_GROUP
+        for s in e["Stage Infos"]
+    }
+    footer_tasks = [
+        e["Task Info"]["Executor ID"]
+        for e in lines
+        if e["Event"] == "SparkListenerTaskEnd" and e["Stage ID"] in footer_stages
+    ]
+    assert len(footer_tasks) == int(footers[3]) == 16  # two jobs (facts, check), 4 tasks per core each
+    assert set(footer_tasks) <= set(added) and "driver" not in footer_tasks
+
     report = check_table(table, files="all")
     assert report.profile == "writer-v1"
     assert not report.violations and not report.findings, report.render_text()
