@@ -33,12 +33,12 @@ from icecompat_writer.schema import (
     Field,
     MapType,
     PrimitiveType,
+    Schema,
     SchemaVisitor,
     Slot,
     StructType,
     iceberg_decimal_params,
     id_in_range,
-    parse_schema,
     visit,
 )
 
@@ -320,9 +320,7 @@ class _Converter(SchemaVisitor[_Result]):
         )
 
 
-def convert_schema(
-    delta_schema: Mapping[str, Any], format_version: int
-) -> tuple[ConvertedSchema, list[Violation]]:
+def convert_schema(delta_schema: Schema, format_version: int) -> tuple[ConvertedSchema, list[Violation]]:
     """Convert a Delta struct schema (parsed ``schemaString``) to Iceberg, ids taken from Delta.
 
     Returns the converted schema and every ``ICEBERG-EMIT-TYPE`` violation; when the list is not
@@ -330,7 +328,7 @@ def convert_schema(
     without a usable id (which the catalog's id rules refuse before this is called).
     """
     conv = _Converter(format_version)
-    root, mapping = visit(parse_schema(delta_schema), conv)
+    root, mapping = visit(delta_schema, conv)
     if conv.id_problems:
         raise SchemaIdError(conv.id_problems)
     conv.out.fields = root["fields"]

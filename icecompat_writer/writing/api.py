@@ -33,6 +33,7 @@ from icecompat_writer.errors import (
 from icecompat_writer.evidence.footers import file_facts
 from icecompat_writer.iceberg.sync import CATALOG_CONF, IcebergSync, sync_after_commit, sync_requested
 from icecompat_writer.planning import Plan, judge, plan
+from icecompat_writer.schema import parse_schema
 from icecompat_writer.storage import FileIO
 from icecompat_writer.writing import transaction
 from icecompat_writer.writing.compose import (
@@ -184,7 +185,7 @@ def _previous_state(snapshot: Mapping[str, Any]) -> TableState | None:
 
 def _align_by_position(df: DataFrame, previous: TableState) -> DataFrame:
     """``insertInto`` semantics: columns match the table's by position, not by name."""
-    names = [f["name"] for f in previous.metadata.schema["fields"]]
+    names = [f.name for f in previous.metadata.schema_model.top]
     if len(df.columns) != len(names):
         raise CompatViolation(
             [
@@ -349,7 +350,7 @@ class _Write:
         req = self.req
         intent = WriteIntent(
             mode="replace" if req.mode in REPLACE_MODES else req.mode,
-            data_schema=json.loads(data.schema.json()),
+            data_schema=parse_schema(json.loads(data.schema.json())),
             partition_by=req.partition_by,
             properties=req.properties,
             merge_schema=req.merge_schema,
