@@ -16,13 +16,15 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from icecompat_writer.schema import JsonObject
+
 __all__ = ["AddFile", "DeletionVectorDescriptor", "dv_unique_id", "parse_num_records"]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 _NUM_RECORDS_PREFIX = re.compile(r'\{\s*"numRecords"\s*:\s*(-?\d+)\s*[,}]')
 
 
-def dv_unique_id(dv: Mapping[str, Any] | None) -> str | None:
+def dv_unique_id(dv: JsonObject | None) -> str | None:
     """The derived ``uniqueId`` of a deletion vector in JSON form (None: no DV).
 
     ``<storageType><pathOrInlineDv>`` plus ``@<offset>`` when an offset is present; this is the second

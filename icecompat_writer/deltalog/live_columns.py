@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from icecompat_writer.compat import indices_nonzero
 from icecompat_writer.perf import gc_paused
+from icecompat_writer.schema import JsonDict
 
 from .columnar import CONTENT_FIELDS, FILE_ACTIONS_SCHEMA
 from .files import AddFile, DeletionVectorDescriptor, parse_num_records
@@ -38,7 +39,7 @@ def _num_records(stats: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Arra
     return pc.struct_field(pc.extract_regex(stats, _NUM_RECORDS), "n").cast(pa.int64())
 
 
-def _drop_none(obj: dict[str, Any]) -> dict[str, Any]:
+def _drop_none(obj: JsonDict) -> JsonDict:
     return {k: v for k, v in obj.items() if v is not None}
 
 
@@ -197,7 +198,7 @@ def _build_add_files(
 
 
 def build_live_files(
-    live: pa.Table, raw_adds: Sequence[dict[str, Any]], root_text: str
+    live: pa.Table, raw_adds: Sequence[JsonDict], root_text: str
 ) -> tuple[LiveFiles, list[LogFinding]]:
     """The snapshot's live files from reconciled rows, and the findings about them.
 

@@ -21,7 +21,6 @@ import random
 import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from icecompat_writer import storage
 from icecompat_writer.compat import StrEnum
@@ -35,6 +34,7 @@ from icecompat_writer.errors import IcecompatError
 from icecompat_writer.evidence.footers import FooterReadError, read_footer, read_listed_footer
 from icecompat_writer.facts import DataFileFacts, ParquetFooter
 from icecompat_writer.perf import gc_paused
+from icecompat_writer.schema import JsonDict
 from icecompat_writer.storage import FileIO, Location
 
 __all__ = [
@@ -125,7 +125,7 @@ class CheckFinding:
             where = f" ({self.file}" + (f", line {self.line}" if self.line is not None else "") + ")"
         return f"{self.severity.value} {self.code}: {self.message}{where}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonDict:
         return {
             "code": self.code,
             "severity": self.severity.value,

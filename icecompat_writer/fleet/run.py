@@ -10,13 +10,17 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from icecompat_writer.errors import CompatViolation, IcecompatError
 from icecompat_writer.iceberg.cli import resolve_identifier
+from icecompat_writer.schema import JsonDict
 from icecompat_writer.writing.target import Target
 
 from .report import TableOutcome
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = [
     "DEFAULT_PARALLEL",
@@ -50,7 +54,7 @@ def path_refs(paths: Sequence[str]) -> list[TableRef]:
     return [TableRef(p, p) for p in paths]
 
 
-def discover_database(spark: Any, database: str) -> list[TableRef]:
+def discover_database(spark: SparkSession, database: str) -> list[TableRef]:
     """Every table of ``database`` in the Spark session's catalog, in name order.
 
     Locations and providers come from ``DESCRIBE TABLE EXTENDED`` (catalog metadata only, no job). A
@@ -83,7 +87,7 @@ def discover_database(spark: Any, database: str) -> list[TableRef]:
     return refs
 
 
-def _describe(spark: Any, target: Target) -> dict[str, str]:
+def _describe(spark: SparkSession, target: Target) -> dict[str, str]:
     out: dict[str, str] = {}
     detailed = False
     for row in spark.sql(f"DESCRIBE TABLE EXTENDED {target.sql_name}").collect():
@@ -143,7 +147,7 @@ def _configuration(location: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in read_snapshot(location).metadata.configuration.items()}
 
 
-def _catalog_state(catalog: str | None, ref: TableRef, location: str | None) -> dict[str, Any] | None:
+def _catalog_state(catalog: str | None, ref: TableRef, location: str | None) -> JsonDict | None:
     from icecompat_writer.iceberg.catalogs import catalog_status
 
     if not catalog or ref.location is None:
@@ -193,7 +197,9 @@ def check_outcome(
     )
 
 
-def upgrade_outcome(spark: Any, ref: TableRef, profile: str, dry_run: bool = False) -> TableOutcome:
+def upgrade_outcome(
+    spark: SparkSession | None, ref: TableRef, profile: str, dry_run: bool = False
+) -> TableOutcome:
     """``upgrade`` on one table: upgraded / would upgrade / already compliant, or refused with its rules."""
     from icecompat_writer.upgrading.api import upgrade_table
 
@@ -234,7 +240,7 @@ def iceberg_outcome(
     except CompatViolation as err:
         rules = tuple(sorted({v.rule for v in err.violations}))
         return TableOutcome(ref.name, ref.location, "refused", rules=rules, detail=str(err).splitlines()[0])
-    state: dict[str, Any] | None = None
+    state: JsonDict | None = None
     if catalog:
         ident = table_identifier(ref, _configuration(ref.location))
         if ident is None:

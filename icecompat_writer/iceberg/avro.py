@@ -16,7 +16,7 @@ from typing import Any, TypedDict, cast
 
 import fastavro
 
-from icecompat_writer.schema import iceberg_decimal_params
+from icecompat_writer.schema import JsonDict, iceberg_decimal_params
 from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
 
 __all__ = [
@@ -54,11 +54,11 @@ def avro_name(name: str) -> str:
     return "".join(out) or "_"
 
 
-def _opt(avro_type: Any) -> list[Any]:
+def _opt(avro_type: object) -> list[Any]:
     return ["null", avro_type]
 
 
-def _field(name: str, avro_type: Any, field_id: int, optional: bool = False) -> dict[str, Any]:
+def _field(name: str, avro_type: object, field_id: int, optional: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {
         "name": name,
         "type": _opt(avro_type) if optional else avro_type,
@@ -85,7 +85,7 @@ def _kv_map(key_id: int, value_id: int, value_type: str) -> dict[str, Any]:
     }
 
 
-def primitive_avro_type(iceberg_type: str, unique: str) -> Any:
+def primitive_avro_type(iceberg_type: str, unique: str) -> str | JsonDict:
     """Avro type of an Iceberg primitive (spec Appendix A); ``unique`` names fixed types apart."""
     simple = {
         "boolean": "boolean",

@@ -31,6 +31,7 @@ from icecompat_writer.schema import (
     VALUE,
     ArrayType,
     Field,
+    JsonDict,
     MapType,
     PrimitiveType,
     Schema,
@@ -87,12 +88,18 @@ class SchemaIdError(IcecompatError):
 
 
 def violation(
-    rule: str, path: str, *, variant: str = "", observed: Any = None, expected: Any = None, **values: Any
+    rule: str,
+    path: str,
+    *,
+    variant: str = "",
+    observed: object = None,
+    expected: object = None,
+    **values: object,
 ) -> Violation:
     """A Violation of this emitter's profile, worded by the rule's catalog templates (``variant``:
     one of its named wordings) filled with ``values``."""
     return layer_violation(
-        PROFILE, rule, path, variant=variant, observed=observed, expected=expected, **values
+        PROFILE, rule, path, variant=variant, observed=observed, expected=expected, clause="", **values
     )
 
 
@@ -118,20 +125,20 @@ class TopColumn:
     field_id: int
     name: str
     physical_name: str
-    iceberg_type: str | dict[str, Any]
+    iceberg_type: str | JsonDict
 
 
 @dataclass
 class ConvertedSchema:
     """The Iceberg form of one Delta schema, plus the indexes built while converting it."""
 
-    fields: list[dict[str, Any]] = field(default_factory=list)
+    fields: list[JsonDict] = field(default_factory=list)
     primitives: dict[int, Primitive] = field(default_factory=dict)
     top: dict[str, TopColumn] = field(default_factory=dict)
-    name_mapping: list[dict[str, Any]] = field(default_factory=list)
+    name_mapping: list[JsonDict] = field(default_factory=list)
     max_id: int = 0
 
-    def to_json(self, schema_id: int) -> dict[str, Any]:
+    def to_json(self, schema_id: int) -> JsonDict:
         """The schema as Iceberg table metadata stores it (spec Appendix C)."""
         return {"type": "struct", "schema-id": schema_id, "fields": self.fields}
 
@@ -140,7 +147,7 @@ class ConvertedSchema:
         return list(other.get("fields", [])) == self.fields
 
 
-_Result = tuple[Any, list[dict[str, Any]]]  # (Iceberg field or type JSON, or None; name-mapping entries)
+_Result = tuple[Any, list[JsonDict]]  # (Iceberg field or type JSON, or None; name-mapping entries)
 
 
 class _Converter(SchemaVisitor[_Result]):
@@ -162,7 +169,7 @@ class _Converter(SchemaVisitor[_Result]):
         self._field_ids: dict[int, tuple[int | None, tuple[str, ...] | None]] = {}
         self._slot_ids: dict[str, int | None] = {}
 
-    def _claim(self, fid: Any, path: str) -> int | None:
+    def _claim(self, fid: object, path: str) -> int | None:
         """Check an id is a usable, unique Iceberg field id; record it."""
         if isinstance(fid, bool) or not isinstance(fid, int):
             self.id_problems.append(f"`{path}`: id {fid!r} is not an integer")
@@ -252,7 +259,7 @@ class _Converter(SchemaVisitor[_Result]):
         itype, mapping = type_result
         if sid is None or itype is None:
             return None, []
-        entry: dict[str, Any] = {"field-id": sid, "names": [slot.step]}
+        entry: JsonDict = {"field-id": sid, "names": [slot.step]}
         if mapping:
             entry["fields"] = mapping
         return itype, [entry]
@@ -296,7 +303,7 @@ class _Converter(SchemaVisitor[_Result]):
         name = str(f.get("name"))
         physical = field.metadata.get(CM_PHYSICAL_NAME)
         out = {"id": fid, "name": name, "required": not bool(f.get("nullable", True)), "type": itype}
-        entry: dict[str, Any] = {"field-id": fid, "names": [str(physical)]}
+        entry: JsonDict = {"field-id": fid, "names": [str(physical)]}
         if sub_mapping:
             entry["fields"] = sub_mapping
         if isinstance(itype, str):

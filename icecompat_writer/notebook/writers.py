@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pyspark.sql.readwriter import DataFrameWriter, DataFrameWriterV2
 
 from icecompat_writer.errors import IcecompatError
+from icecompat_writer.schema import JsonDict
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -73,7 +74,7 @@ def table_provider(spark: SparkSession, name: str) -> str | None:
     return None
 
 
-def _refuse_unsupported(calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]], profile: str) -> None:
+def _refuse_unsupported(calls: list[tuple[str, tuple[Any, ...], JsonDict]], profile: str) -> None:
     used = [name for name, _, _ in calls if name in _UNSUPPORTED]
     if used:
         reasons = "; ".join(f"{name}: {_UNSUPPORTED[name]}" for name in dict.fromkeys(used))
@@ -84,7 +85,7 @@ def _refuse_unsupported(calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]]
         )
 
 
-def _replay(target: _W, calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]]) -> _W:
+def _replay(target: _W, calls: list[tuple[str, tuple[Any, ...], JsonDict]]) -> _W:
     for name, args, kwargs in calls:
         if name in _FORMAT_CALLS:
             continue
@@ -104,7 +105,7 @@ class RoutingDataFrameWriter(DataFrameWriter):
     def __init__(self, df: DataFrame, profile: str) -> None:
         super().__init__(df)
         self._icecompat_profile = profile
-        self._icecompat_calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+        self._icecompat_calls: list[tuple[str, tuple[Any, ...], JsonDict]] = []
         self._icecompat_format: str | None = None
         self._icecompat_mode: str | None = None
 
@@ -212,7 +213,7 @@ class RoutingDataFrameWriterV2(DataFrameWriterV2):
         self._icecompat_df = df
         self._icecompat_table = table
         self._icecompat_profile = profile
-        self._icecompat_calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+        self._icecompat_calls: list[tuple[str, tuple[Any, ...], JsonDict]] = []
         self._icecompat_provider: str | None = None
 
     def _record(self, name: str, *args: Any, **kwargs: Any) -> None:

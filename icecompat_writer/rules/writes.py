@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from icecompat_writer.errors import Violation
 from icecompat_writer.facts import DataFileFacts
@@ -21,6 +20,7 @@ from icecompat_writer.rules.model import clauses_text
 from icecompat_writer.schema import (
     ArrayType,
     Field,
+    JsonObject,
     MapType,
     PrimitiveType,
     SchemaVisitor,
@@ -45,7 +45,13 @@ WRITE_PROFILE = "delta"  # the "profile" named on violations of Delta's own writ
 
 
 def write_violation(
-    rule: str, path: str, *, variant: str = "", observed: Any = None, expected: Any = None, **values: Any
+    rule: str,
+    path: str,
+    *,
+    variant: str = "",
+    observed: object = None,
+    expected: object = None,
+    **values: object,
 ) -> Violation:
     """A violation of Delta's own write rules (profile ``delta``), refused before any file is written;
     worded by the rule's catalog templates filled with ``values``."""
@@ -92,7 +98,7 @@ _CONFIG_RULE = RULES_BY_ID["DELTA-WRITE-CONFIG-PROPERTY"]
 CONFIG_NAMESPACES: tuple[str, ...] = tuple(_CONFIG_RULE.param("namespaces"))
 
 
-def check_properties(configuration: Mapping[str, Any], problems: list[Violation]) -> None:
+def check_properties(configuration: JsonObject, problems: list[Violation]) -> None:
     """Append a violation for every table property in a namespace that reaches the Hadoop configuration."""
     for key in sorted(configuration):
         if str(key).lower().startswith(CONFIG_NAMESPACES):
@@ -219,7 +225,7 @@ _ICV3 = "delta.enableIcebergCompatV3"
 _ROW_TRACKING = "delta.enableRowTracking"
 
 
-def _true(configuration: Mapping[str, Any], key: str) -> bool:
+def _true(configuration: JsonObject, key: str) -> bool:
     """A boolean table property as delta-spark reads it (``true`` in any case)."""
     return str(configuration.get(key, "")).strip().lower() == "true"
 

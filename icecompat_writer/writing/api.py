@@ -33,7 +33,7 @@ from icecompat_writer.errors import (
 from icecompat_writer.evidence.footers import file_facts
 from icecompat_writer.iceberg.sync import CATALOG_CONF, IcebergSync, sync_after_commit, sync_requested
 from icecompat_writer.planning import Plan, judge, plan
-from icecompat_writer.schema import parse_schema
+from icecompat_writer.schema import JsonDict, JsonObject, parse_schema
 from icecompat_writer.storage import FileIO
 from icecompat_writer.writing import transaction
 from icecompat_writer.writing.compose import (
@@ -46,7 +46,7 @@ from icecompat_writer.writing.compose import (
 from icecompat_writer.writing.target import Target, parse_target
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 
 __all__ = ["WriteResult", "compat_write"]
@@ -131,8 +131,8 @@ def _normalise(
     mode: str,
     profile: str,
     partition_by: str | Sequence[str] | None,
-    properties: Mapping[str, Any] | None,
-    options: Mapping[str, Any] | None,
+    properties: JsonObject | None,
+    options: JsonObject | None,
     by_position: bool,
 ) -> _Request:
     m = (mode or "errorifexists").lower()
@@ -167,7 +167,7 @@ def _normalise(
     return _Request(m, profile, parts, props, opts, by_position, app_id, app_version)
 
 
-def _opt(value: Any) -> str:
+def _opt(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -200,7 +200,7 @@ def _align_by_position(df: DataFrame, previous: TableState) -> DataFrame:
     return df.toDF(*names)
 
 
-def _resolve_location(spark: Any, target: Target) -> tuple[str, bool]:
+def _resolve_location(spark: SparkSession, target: Target) -> tuple[str, bool]:
     """(location, catalog table exists) for a target. Path targets report False for the second value."""
     from icecompat_writer.jvm import bridge  # pyspark and py4j, loaded only when a write runs
 
@@ -224,7 +224,7 @@ def _resolve_location(spark: Any, target: Target) -> tuple[str, bool]:
     return bridge.default_table_location(spark, target.table), False
 
 
-def _register_table(spark: Any, target: Target, location: str, version: int) -> None:
+def _register_table(spark: SparkSession, target: Target, location: str, version: int) -> None:
     """Register a table just written at ``location`` under its catalog name (identifiers quoted)."""
     escaped = location.replace("\\", "\\\\").replace("'", "\\'")
     try:
@@ -244,8 +244,8 @@ def compat_write(
     mode: str = "errorifexists",
     partition_by: str | Sequence[str] | None = None,
     profile: str = "v3",
-    properties: Mapping[str, Any] | None = None,
-    options: Mapping[str, Any] | None = None,
+    properties: JsonObject | None = None,
+    options: JsonObject | None = None,
     by_position: bool = False,
 ) -> WriteResult:
     """Write ``df`` to a Delta table so that the result is compliant with ``profile``, or refuse.
@@ -317,7 +317,7 @@ class _Write:
             removed_files=removed_count,
         )
 
-    def _result(self, t: transaction.Attempt, version: int | None = None, **kw: Any) -> WriteResult:
+    def _result(self, t: transaction.Attempt, version: int | None = None, **kw: Any) -> WriteResult:  # noqa: ANN401  # WriteResult's fields, passed through
         req = self.req
         return WriteResult(
             self.target.display, self.location, req.profile, req.mode, version, attempts=t.number, **kw
@@ -363,7 +363,7 @@ class _Write:
             raise CompatViolation(problems, f"(planning {self.target.display})")
         return intent, planned
 
-    def _request(self, intent: WriteIntent, planned: Plan, previous: TableState | None) -> dict[str, Any]:
+    def _request(self, intent: WriteIntent, planned: Plan, previous: TableState | None) -> JsonDict:
         """What the JVM's pending transaction writes and commits."""
         return {
             "mode": "overwrite" if (intent.mode in OVERWRITE_MODES or intent.mode == "replace") else "append",
@@ -400,7 +400,7 @@ class _Write:
         return adds
 
 
-def _catalog_identifier(spark: Any, target: Target) -> str | None:
+def _catalog_identifier(spark: SparkSession, target: Target) -> str | None:
     """``db.tbl`` for a write through a Spark catalog name (the current database when the name has
     one part), the Iceberg identifier such a table gets by default; None for a path."""
     if target.table is None:
@@ -412,7 +412,7 @@ def _catalog_identifier(spark: Any, target: Target) -> str | None:
 
 
 def _sync_iceberg(
-    spark: Any,
+    spark: SparkSession,
     result: WriteResult,
     configuration: Mapping[str, str],
     identifier: str | None,

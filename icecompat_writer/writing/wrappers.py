@@ -8,10 +8,10 @@ APIs share one implementation and one set of guarantees.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from icecompat_writer.errors import IcecompatError
+from icecompat_writer.schema import JsonObject
 from icecompat_writer.writing.api import WriteResult, compat_write
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class CompatDataFrameWriter:
         return self
 
     def _write(
-        self, target: str, mode: str | None, partition_by: Any, options: Mapping[str, Any]
+        self, target: str, mode: str | None, partition_by: Any, options: JsonObject
     ) -> WriteResult:
         if mode is not None:
             self.mode(mode)

@@ -193,7 +193,7 @@ def _forbidden_types(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
         )
 
 
-def _type_change_ok(frm: Any, to: Any, pairs: set[tuple[str, str]], decimal_widening: bool) -> bool:
+def _type_change_ok(frm: object, to: object, pairs: set[tuple[str, str]], decimal_widening: bool) -> bool:
     if frm == to:
         return True
     if not isinstance(frm, str) or not isinstance(to, str):
@@ -204,7 +204,7 @@ def _type_change_ok(frm: Any, to: Any, pairs: set[tuple[str, str]], decimal_wide
     return (type_category(frm), type_category(to)) in pairs
 
 
-def _type_changes(raw: Any) -> list[Any] | None:
+def _type_changes(raw: object) -> list[Any] | None:
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
