@@ -15,7 +15,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from icecompat_writer.cli import fleet, settings
 from icecompat_writer.cli.console import configure_logging, note, quiet, restore_logging
@@ -29,6 +29,7 @@ from icecompat_writer.schema import JsonDict
 
 if TYPE_CHECKING:
     from icecompat_writer.checking.report import Report
+    from icecompat_writer.errors import Violation
     from icecompat_writer.storage import FileIO
     from icecompat_writer.upgrading.api import UpgradeResult
 
@@ -222,7 +223,7 @@ def _print_report(report: Report) -> None:
             f"{verdict} ({len(report.violations)} violation(s), {len(report.errors)} error finding(s), "
             f"{footers})"
         )
-    by_rule: dict[str, list[Any]] = {}
+    by_rule: dict[str, list[Violation]] = {}
     for v in violations:
         by_rule.setdefault(v.rule, []).append(v)
     if by_rule:

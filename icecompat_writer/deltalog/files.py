@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from icecompat_writer.schema import JsonObject
+from icecompat_writer.schema import JsonDict, JsonObject
 
 __all__ = ["AddFile", "DeletionVectorDescriptor", "dv_unique_id", "parse_num_records"]
 
@@ -85,8 +85,8 @@ class DeletionVectorDescriptor:
             max_row_index=None if max_row_index is None else int(max_row_index),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> JsonDict:
+        out: JsonDict = {
             "storageType": self.storage_type,
             "pathOrInlineDv": self.path_or_inline_dv,
         }
@@ -152,8 +152,8 @@ class AddFile:
             clustering_provider=obj.get("clusteringProvider"),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> JsonDict:
+        out: JsonDict = {
             "path": self.path,
             "partitionValues": dict(self.partition_values),
             "size": self.size,

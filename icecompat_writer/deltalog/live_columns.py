@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from types import MappingProxyType
-from typing import Any, overload
+from typing import overload
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,7 +27,7 @@ from .paths import resolve_data_path_text
 __all__ = ["LiveFiles", "build_live_files"]
 
 _CONTENT_NAMES = tuple(f.name for f in CONTENT_FIELDS)
-_EMPTY: MappingProxyType[str, Any] = MappingProxyType({})
+_EMPTY: MappingProxyType[str, str | None] = MappingProxyType({})
 _NUM_RECORDS = r'^\{\s*"numRecords"\s*:\s*(?P<n>-?\d{1,18})\s*[,}]'
 # Paths resolve_data_path_text may refuse (or resolve in a non-trivial way); every other path is a
 # plain relative path that stays inside the table root. A superset: the resolver has the last word.

@@ -32,6 +32,7 @@ from icecompat_writer.schema import (
     ArrayType,
     Field,
     JsonDict,
+    JsonObject,
     MapType,
     PrimitiveType,
     Schema,
@@ -142,9 +143,10 @@ class ConvertedSchema:
         """The schema as Iceberg table metadata stores it (spec Appendix C)."""
         return {"type": "struct", "schema-id": schema_id, "fields": self.fields}
 
-    def same_as(self, other: Mapping[str, Any]) -> bool:
+    def same_as(self, other: JsonObject) -> bool:
         """Whether an already recorded schema JSON has exactly these fields (its id aside)."""
-        return list(other.get("fields", [])) == self.fields
+        fields = other.get("fields", [])
+        return isinstance(fields, list | tuple) and list(fields) == self.fields
 
 
 _Result = tuple[Any, list[JsonDict]]  # (Iceberg field or type JSON, or None; name-mapping entries)

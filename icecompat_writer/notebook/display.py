@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from icecompat_writer.errors import CompatViolation, Violation
 
 if TYPE_CHECKING:
+    from icecompat_writer.planning import Change
     from icecompat_writer.writing.api import WriteResult
 
 __all__ = ["compat_violation_html", "violation_html", "violations_table_html", "write_result_html"]
@@ -61,7 +62,7 @@ def violation_html(v: Violation) -> str:
     return violations_table_html([v])
 
 
-def _change_rows(changes: Iterable[Any]) -> str:
+def _change_rows(changes: Iterable[Change]) -> str:
     esc = html.escape
     rows = []
     for c in changes:

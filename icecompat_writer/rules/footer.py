@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from icecompat_writer.facts import ParquetField, ParquetFooter
 from icecompat_writer.schema import (
@@ -41,7 +40,7 @@ class FooterNode:
     """One schema node found in a data file: ``expected_id`` is None when Delta assigns it no id."""
 
     path: str
-    type: Any
+    type: object  # the type's JSON
     node: ParquetField
     expected_id: int | None
 

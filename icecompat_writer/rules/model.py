@@ -191,7 +191,7 @@ class Rule:
             raise KeyError(f"rule {self.id} has no wording variant {variant!r}")
         return self.variants[variant]
 
-    def render_layer(self, variant: str, values: Mapping[str, Any]) -> tuple[str, str]:
+    def render_layer(self, variant: str, values: Mapping[str, object]) -> tuple[str, str]:
         """(message, fix) of a layer rule's finding: its templates filled with ``values`` (every
         placeholder must be given: a missing one is a KeyError, never a half-rendered sentence)."""
         message, fix = self.templates(variant)

@@ -32,7 +32,7 @@ from icecompat_writer.errors import (
 )
 from icecompat_writer.evidence.footers import file_facts
 from icecompat_writer.iceberg.sync import CATALOG_CONF, IcebergSync, sync_after_commit, sync_requested
-from icecompat_writer.planning import Plan, judge, plan
+from icecompat_writer.planning import Change, Plan, judge, plan
 from icecompat_writer.schema import JsonDict, JsonObject, parse_schema
 from icecompat_writer.storage import FileIO
 from icecompat_writer.writing import transaction
@@ -89,7 +89,7 @@ class WriteResult:
     version: int | None
     files: tuple[str, ...] = ()
     rows: int = 0
-    changes: tuple[Any, ...] = ()
+    changes: tuple[Change, ...] = ()
     skipped: str | None = None
     attempts: int = 1
     removed_files: int = 0
@@ -280,7 +280,7 @@ class _Write:
     snapshot it read (:meth:`_skip`), plans and judges it before a file exists (:meth:`_planned`),
     writes the data files, judges them (:meth:`_verified`) and commits."""
 
-    spark: Any
+    spark: SparkSession
     df: DataFrame
     req: _Request
     target: Target

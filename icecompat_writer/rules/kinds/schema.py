@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from icecompat_writer.rules.context import MAX_COLUMN_ID_KEY, EvalContext, column_mapping_mode
 from icecompat_writer.rules.kinds.registry import finding, kind, shown
@@ -204,7 +203,7 @@ def _type_change_ok(frm: object, to: object, pairs: set[tuple[str, str]], decima
     return (type_category(frm), type_category(to)) in pairs
 
 
-def _type_changes(raw: object) -> list[Any] | None:
+def _type_changes(raw: object) -> list[object] | None:
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
