@@ -35,6 +35,7 @@ from typing import Any
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.deltalog.deletion_vectors import DV_MAGIC, z85_encode
 from icecompat_writer.iceberg import METADATA_DIR, write_iceberg_metadata
+from icecompat_writer.storage import io_for
 from tests.deltalog import logbuilder as lb
 
 from .bench_checker import ROWS_PER_FILE, build
@@ -99,7 +100,7 @@ def _delete_commit(root: Path, version: int, adds: list[Any], salt: int) -> None
 
 
 def _enable_dvs(root: Path, version: int) -> None:
-    snapshot = read_snapshot(root)
+    snapshot = read_snapshot(root, io=io_for(root))
     protocol = snapshot.protocol.to_json()
     protocol["readerFeatures"] = sorted({*protocol.get("readerFeatures", []), "deletionVectors"})
     protocol["writerFeatures"] = sorted({*protocol.get("writerFeatures", []), "deletionVectors"})
@@ -147,9 +148,9 @@ def measure(
         )
         baseline = _timed(lambda: write_iceberg_metadata(root), runs, fresh, warmup=warmup)
 
-        version = read_snapshot(root).version
+        version = read_snapshot(root, io=io_for(root)).version
         _enable_dvs(root, version + 1)
-        _delete_commit(root, version + 2, list(read_snapshot(root).add_files), salt=0)
+        _delete_commit(root, version + 2, list(read_snapshot(root, io=io_for(root)).add_files), salt=0)
         say(f"deletion vectors: {files:,} files, first conversion with {files:,} DVs")
         first = _timed(lambda: write_iceberg_metadata(root), runs, fresh, warmup=False)
         fresh()
@@ -157,7 +158,7 @@ def measure(
         shutil.copytree(meta, saved)
         puffin_bytes = sum(p.stat().st_size for p in meta.glob("*.puffin"))
 
-        live = sorted(read_snapshot(root).add_files, key=lambda a: a.path)
+        live = sorted(read_snapshot(root, io=io_for(root)).add_files, key=lambda a: a.path)
         _delete_commit(
             root, version + 3, live[:: max(1, len(live) // INCREMENTAL_DVS)][:INCREMENTAL_DVS], salt=5
         )

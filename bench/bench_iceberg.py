@@ -39,6 +39,7 @@ if __package__ in (None, ""):  # run as a script: make ``bench`` and the project
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from icecompat_writer.iceberg import METADATA_DIR, IcebergResult, write_iceberg_metadata
+from icecompat_writer.storage import io_for
 
 from .bench_checker import _add, _template_path, build, data_path
 
@@ -272,7 +273,7 @@ def measure_sync(
                     _logical_copies(root, logical, Path(first.metadata_path))
                     schema_ready = True
                 paths = []
-                for add in read_snapshot(root).add_files:
+                for add in read_snapshot(root, io=io_for(root)).add_files:
                     p = logical / add.path
                     if not p.exists():
                         index = int(add.path.split("part-")[1][:6])

@@ -25,6 +25,7 @@ sys.path.insert(0, str(HERE.parent))
 import logbuilder as lb  # noqa: E402
 
 from icecompat_writer.deltalog import read_snapshot  # noqa: E402
+from icecompat_writer.storage import io_for  # noqa: E402
 
 STATS = (
     '{"numRecords":1000,"minValues":{"id":0,"p":"a"},"maxValues":{"id":999,"p":"z"},'
@@ -123,8 +124,10 @@ def main() -> None:
             start = time.perf_counter()
             build(root, args.files)
             built = time.perf_counter() - start
-            seconds, snap = _time(lambda root=root: read_snapshot(root), args.repeat)
-            with_objects, _ = _time(lambda root=root: read_snapshot(root).add_files, args.repeat)
+            seconds, snap = _time(lambda root=root: read_snapshot(root, io=io_for(root)), args.repeat)
+            with_objects, _ = _time(
+                lambda root=root: read_snapshot(root, io=io_for(root)).add_files, args.repeat
+            )
             live = len(snap.files)  # type: ignore[attr-defined]
             findings = len(snap.findings)  # type: ignore[attr-defined]
             print(

@@ -47,7 +47,7 @@ from icecompat_writer.evidence.live_files import (
 from icecompat_writer.perf import gc_paused
 from icecompat_writer.planning import PROFILES, get_profile, judge
 from icecompat_writer.rules.detection import WRITER_PROFILES, declared_profile, held_profile
-from icecompat_writer.storage import DEFAULT_IO, FileIO
+from icecompat_writer.storage import FileIO, io_for
 
 __all__ = [
     "DELETION_VECTOR_CARDINALITY",
@@ -102,10 +102,11 @@ def check_table(
     files: str = "all",
     version: int | None = None,
     progress: Callable[[int, int], None] | None = None,
-    io: FileIO = DEFAULT_IO,
+    io: FileIO | None = None,
 ) -> Report:
     """Check the table at ``path`` against ``profile`` (default: the one it declares), reading its
-    files through ``io``.
+    files through ``io`` (default: :func:`~icecompat_writer.storage.io_for` the table's root, with the
+    running session's store settings, else the environment's).
 
     Without a profile and with none declared, every profile is evaluated and ``candidates`` tells how
     many violations each has. ``files`` chooses which data files' footers are read: ``all``, ``none`` or
@@ -119,6 +120,8 @@ def check_table(
     parse_files_option(files)
     if profile is not None:
         get_profile(profile)  # refuse an unknown name before any file is read
+    if io is None:
+        io = io_for(path)
     # Replaying a big log allocates hundreds of thousands of small acyclic objects; the cyclic GC
     # would rescan all of them again and again (a quarter of the time at 100,000 AddFiles) and free
     # nothing. Footer reading, I/O-bound and possibly long, runs with the collector on.

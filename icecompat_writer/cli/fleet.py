@@ -156,24 +156,26 @@ def iceberg_plan_outcome(
     """``iceberg --dry-run`` on one table: would convert (or current), and what the catalog would get;
     refused with its rules when not compliant. Nothing is written."""
     from icecompat_writer.deltalog import read_snapshot
+    from icecompat_writer.storage import io_for
 
     assert ref.location is not None
+    io = io_for(ref.location)  # the environment's store settings: a command line runs no Spark session
     try:
-        plan = plan_conversion(ref.location, format_version=format_version)
+        plan = plan_conversion(ref.location, format_version=format_version, io=io)
     except CompatViolation as err:
         rules = tuple(sorted({v.rule for v in err.violations}))
         return TableOutcome(ref.name, ref.location, "refused", rules=rules, detail=str(err).splitlines()[0])
     state: JsonDict | None = None
     if catalog:
         configuration = {
-            str(k): str(v) for k, v in read_snapshot(ref.location).metadata.configuration.items()
+            str(k): str(v) for k, v in read_snapshot(ref.location, io=io).metadata.configuration.items()
         }
         ident = table_identifier(ref, configuration)
         if ident is None:
             raise IcecompatError(
                 f"{ref.name}: no Iceberg identifier (a path: set the table property {IDENTIFIER_PROPERTY})"
             )
-        planned = catalog_plan(catalog, ident, plan)
+        planned = catalog_plan(catalog, ident, plan, io=io)
         state = {
             "catalog": catalog,
             "identifier": ident,

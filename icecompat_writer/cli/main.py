@@ -88,9 +88,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
     from icecompat_writer.checking.check import check_table
-    from icecompat_writer.storage import FileIO
+    from icecompat_writer.storage import io_for
 
-    io = FileIO()  # the environment's store settings: a command line runs no Spark session
     # Progress goes to stderr, so it never mixes with the report (or the JSON) on stdout.
     bar = Progress(console=Console(stderr=True), transient=True)
     task = None
@@ -105,6 +104,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         bar.update(task, completed=done)
 
     try:
+        io = io_for(args.table_path)  # the environment's store settings: a command line runs no Spark session
         report = check_table(args.table_path, args.profile, files=args.files, progress=progress_cb, io=io)
     except IcecompatError as err:
         return _check_failed(args, type(err).__name__, str(err))
@@ -152,7 +152,7 @@ def _catalog_state(catalog: str | None, table_path: str, io: FileIO) -> JsonDict
     if ident is None:
         problem = f"no identifier: set the table property {IDENTIFIER_PROPERTY}"
         return {"catalog": catalog, "identifier": None, "registered": False, "error": problem}
-    return catalog_status(catalog, ident, table_path)
+    return catalog_status(catalog, ident, table_path, io=io)
 
 
 def _catalog_text(state: JsonDict) -> str:

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from icecompat_writer import storage
-from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
+from icecompat_writer.storage import FileIO, Location
 
 from .files import DeletionVectorDescriptor
 from .paths import resolve_data_path
@@ -313,7 +313,7 @@ _Request = tuple[Location, int, int, list[tuple[str, DeletionVectorDescriptor, i
 
 
 def read_deletion_vectors(
-    root: Location, items: Sequence[tuple[str, DeletionVectorDescriptor]], *, io: FileIO = DEFAULT_IO
+    root: Location, items: Sequence[tuple[str, DeletionVectorDescriptor]], *, io: FileIO
 ) -> DeletionVectorRead:
     """Read and verify the DVs of ``items`` (data file path as in the log, its DV descriptor) through
     ``io``.

@@ -350,7 +350,7 @@ def _check_last_checkpoint(listing: LogListing, findings: list[LogFinding]) -> N
     """Verify the ``_last_checkpoint`` hint against the listing; a wrong hint is only a finding."""
     path = listing.log_dir / LAST_CHECKPOINT_FILE
     display = listing.rel(path)
-    if listing.io.is_remote(path) and LAST_CHECKPOINT_FILE not in listing.names:
+    if listing.io.remote and LAST_CHECKPOINT_FILE not in listing.names:
         return  # the listing says it is not there: no request for it
     try:
         text = listing.io.new_input(path).read()  # local: a named pipe here would block the reader forever

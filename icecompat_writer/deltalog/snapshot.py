@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from icecompat_writer.errors import TableReadError
-from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
+from icecompat_writer.storage import FileIO, Location
 
 from .actions import Metadata, Protocol, TableState
 from .files import AddFile
@@ -65,7 +65,7 @@ class Snapshot:
     checkpoint_version: int | None = None
     findings: tuple[LogFinding, ...] = ()
     stats_lost: frozenset[str] = frozenset()
-    io: FileIO = field(default=DEFAULT_IO, compare=False, repr=False)
+    io: FileIO = field(kw_only=True, compare=False, repr=False)
     """The FileIO the log was read with; whoever reads the table's data files or deletion vectors for
     this snapshot reads them with it."""
 
@@ -89,7 +89,7 @@ class Snapshot:
 
 
 def read_snapshot(
-    table_root: str | Location, version: int | None = None, *, io: FileIO = DEFAULT_IO
+    table_root: str | Location, version: int | None = None, *, io: FileIO
 ) -> Snapshot:
     """Read the table at ``version`` (the latest when None) from its ``_delta_log``, through ``io``
     (kept in ``Snapshot.io`` for what reads the table's files next).
@@ -144,7 +144,7 @@ def read_snapshot(
     )
 
 
-def list_versions(table_root: str | Location, *, io: FileIO = DEFAULT_IO) -> list[int]:
+def list_versions(table_root: str | Location, *, io: FileIO) -> list[int]:
     """Versions that have a commit file in ``_delta_log``, ascending (TableReadError: no log).
 
     Versions that survive only in a checkpoint or a compaction file are not listed: this is the list
@@ -155,7 +155,7 @@ def list_versions(table_root: str | Location, *, io: FileIO = DEFAULT_IO) -> lis
     return sorted(lf.version for lf in listed if lf.kind is LogFileKind.COMMIT)
 
 
-def read_commit(table_root: str | Location, version: int, *, io: FileIO = DEFAULT_IO) -> list[dict[str, Any]]:
+def read_commit(table_root: str | Location, version: int, *, io: FileIO) -> list[dict[str, Any]]:
     """The actions of one commit exactly as written: one dict per line, e.g. ``{"add": {...}}``.
 
     Strict, unlike the snapshot reader: a missing commit or a damaged line raises TableReadError,
@@ -166,7 +166,7 @@ def read_commit(table_root: str | Location, version: int, *, io: FileIO = DEFAUL
 
 
 def read_commit_bytes(
-    table_root: str | Location, version: int, *, io: FileIO = DEFAULT_IO
+    table_root: str | Location, version: int, *, io: FileIO
 ) -> tuple[list[dict[str, Any]], bytes]:
     """:func:`read_commit` and the commit file's bytes, read once (for a caller that also digests the
     file)."""
@@ -174,7 +174,7 @@ def read_commit_bytes(
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
         raise TableReadError(f"invalid table version {version!r}")
     log_dir = root / DELTA_LOG_DIR
-    if not io.is_remote(log_dir) and not io.is_directory(log_dir):  # asked only where asking is free
+    if not io.remote and not io.is_directory(log_dir):  # asked only where asking is free
         raise TableReadError(f"not a Delta table: {log_dir} does not exist")
     path = log_dir / commit_file_name(version)
     try:

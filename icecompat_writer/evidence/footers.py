@@ -26,7 +26,7 @@ from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
 from icecompat_writer.errors import TableReadError
 from icecompat_writer.facts import DataFileFacts, ParquetField, ParquetFooter
-from icecompat_writer.storage import DEFAULT_IO, FileIO, Location, ObjectPath
+from icecompat_writer.storage import FileIO, Location, ObjectPath
 from icecompat_writer.storage.local import NotRegularFileError, open_regular_file
 
 __all__ = [
@@ -93,7 +93,7 @@ def decode_footer(footer: bytes, where: str | os.PathLike[str] | ObjectPath) -> 
         raise FooterReadError(where, "the footer's schema is nested too deeply") from None
 
 
-def read_footer(path: str | os.PathLike[str] | ObjectPath, *, io: FileIO = DEFAULT_IO) -> ParquetFooter:
+def read_footer(path: str | os.PathLike[str] | ObjectPath, *, io: FileIO) -> ParquetFooter:
     """The footer of one Parquet file: row count, writer, key-value metadata and the schema tree.
 
     Only the footer is read, through ``io``. Raises :class:`FooterReadError` for a missing, empty,
@@ -101,13 +101,13 @@ def read_footer(path: str | os.PathLike[str] | ObjectPath, *, io: FileIO = DEFAU
     :func:`read_object_footer`; a local one with one open (its start magic checked too).
     """
     location = io.new_input(path).location
-    if io.is_remote(location):
+    if io.remote:
         return read_object_footer(location, io=io)[0]
     local = Path(str(location))
     return decode_footer(_local_footer_bytes(local), local)
 
 
-def read_object_footer(path: Location, *, io: FileIO = DEFAULT_IO) -> tuple[ParquetFooter, int]:
+def read_object_footer(path: Location, *, io: FileIO) -> tuple[ParquetFooter, int]:
     """The footer of a Parquet object and the object's size, from one ranged read of its tail.
 
     The last :data:`TAIL_BYTES` are fetched at once; only a footer longer than that costs a second
@@ -130,7 +130,7 @@ def read_object_footer(path: Location, *, io: FileIO = DEFAULT_IO) -> tuple[Parq
     return decode_footer(footer, path), size
 
 
-def read_listed_footer(path: Location, size: int, *, io: FileIO = DEFAULT_IO) -> ParquetFooter:
+def read_listed_footer(path: Location, size: int, *, io: FileIO) -> ParquetFooter:
     """The footer of a Parquet object whose size a listing gave: one ranged read, no size request.
 
     pyarrow fetches the footer (from the last 64 KiB; a longer one costs one more ranged read) and
@@ -192,7 +192,7 @@ def file_facts(
     add_file: AddFile,
     read_footer: bool = True,
     *,
-    io: FileIO = DEFAULT_IO,
+    io: FileIO,
 ) -> DataFileFacts:
     """Facts of one live data file: its AddFile's claims and, if asked, its footer (read through ``io``).
 

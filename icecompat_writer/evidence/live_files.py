@@ -200,7 +200,7 @@ def _outside_findings(snapshot: Snapshot) -> list[CheckFinding]:
 
 
 def _read_data_file(
-    root: str, real_root: str, add: AddFile
+    root: str, real_root: str, add: AddFile, io: FileIO
 ) -> tuple[ParquetFooter | None, CheckFinding | None]:
     """The footer of one live data file, or the finding that says why the checker cannot vouch for it.
 
@@ -230,7 +230,7 @@ def _read_data_file(
                 file=add.path,
             )
         size = st.st_size
-        footer = read_footer(real)  # a local path: read with plain os calls whatever the FileIO
+        footer = read_footer(real, io=io)  # a local file, checked above to be a regular file
     except (FooterReadError, OSError) as e:  # what a bad file raises; anything else is a bug, raised
         missing = not os.path.exists(real)  # or a link inside the table to a file that is gone
         return None, _footer_finding(add, e, missing, local)
@@ -348,7 +348,7 @@ def _read_footers(
     adds = snapshot.files.get_many(order)
     io = snapshot.io
     table_root = snapshot.table_root
-    if io.is_remote(table_root):
+    if io.remote:
         # one listing says which objects exist and their sizes: one ranged read per footer, no HEAD
         listed = io.list_tree(table_root) if adds else []
         sizes = {storage.location_uri(e.location): e.size for e in listed}
@@ -357,7 +357,7 @@ def _read_footers(
         )
     else:
         real_root = os.path.realpath(root)
-        results = (_read_data_file(root, real_root, add) for add in adds)
+        results = (_read_data_file(root, real_root, add, io) for add in adds)
     for done, (i, (footer, problem)) in enumerate(zip(order, results, strict=True), 1):
         if footer is not None:
             facts[i] = dataclasses.replace(facts[i], footer=footer)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from icecompat_writer.errors import CompatViolation, IcecompatError
 from icecompat_writer.iceberg.cli import resolve_identifier
 from icecompat_writer.schema import JsonDict
+from icecompat_writer.storage import FileIO, io_for
 from icecompat_writer.writing.target import Target
 
 from .report import TableOutcome
@@ -141,21 +142,23 @@ def table_identifier(ref: TableRef, configuration: dict[str, str] | None = None)
     return resolve_identifier(configuration or {}, default=ref.identifier)
 
 
-def _configuration(location: str) -> dict[str, str]:
+def _configuration(location: str, io: FileIO) -> dict[str, str]:
     from icecompat_writer.deltalog.snapshot import read_snapshot
 
-    return {str(k): str(v) for k, v in read_snapshot(location).metadata.configuration.items()}
+    return {str(k): str(v) for k, v in read_snapshot(location, io=io).metadata.configuration.items()}
 
 
-def _catalog_state(catalog: str | None, ref: TableRef, location: str | None) -> JsonDict | None:
+def _catalog_state(
+    catalog: str | None, ref: TableRef, location: str | None, io: FileIO
+) -> JsonDict | None:
     from icecompat_writer.iceberg.catalogs import catalog_status
 
     if not catalog or ref.location is None:
         return None
-    ident = table_identifier(ref, _configuration(ref.location))
+    ident = table_identifier(ref, _configuration(ref.location, io))
     if ident is None:
         return {"catalog": catalog, "identifier": None, "registered": False, "error": "no identifier"}
-    return catalog_status(catalog, ident, location)
+    return catalog_status(catalog, ident, location, io=io)
 
 
 def check_outcome(
@@ -166,7 +169,8 @@ def check_outcome(
     from icecompat_writer.iceberg.sync import converted_version
 
     assert ref.location is not None
-    report = check_table(ref.location, profile, files=files)
+    io = io_for(ref.location)  # one table's store, with the running session's settings or the environment's
+    report = check_table(ref.location, profile, files=files, io=io)
     details: list[str] = []
     if report.profile is None:
         verdict = "no profile"
@@ -182,8 +186,8 @@ def check_outcome(
         details.append(f"{len(report.errors)} error finding(s): " + ", ".join(f.code for f in report.errors))
     if report.deletion_vectors_read:
         details.append(f"{report.deletion_vectors_read} deletion vector(s) read")
-    done = converted_version(ref.location)
-    state = _catalog_state(catalog, ref, ref.location)  # the table's store: the catalog's FileIO
+    done = converted_version(ref.location, io=io)
+    state = _catalog_state(catalog, ref, ref.location, io)  # the table's store: the catalog's FileIO
     return TableOutcome(
         ref.name,
         ref.location,
@@ -235,19 +239,20 @@ def iceberg_outcome(
     from icecompat_writer.iceberg.emitter import write_iceberg_metadata
 
     assert ref.location is not None
+    io = io_for(ref.location)  # one table's store, with the running session's settings or the environment's
     try:
-        result = write_iceberg_metadata(ref.location, format_version=format_version)
+        result = write_iceberg_metadata(ref.location, format_version=format_version, io=io)
     except CompatViolation as err:
         rules = tuple(sorted({v.rule for v in err.violations}))
         return TableOutcome(ref.name, ref.location, "refused", rules=rules, detail=str(err).splitlines()[0])
     state: JsonDict | None = None
     if catalog:
-        ident = table_identifier(ref, _configuration(ref.location))
+        ident = table_identifier(ref, _configuration(ref.location, io))
         if ident is None:
             raise IcecompatError(
                 f"{ref.name}: no Iceberg identifier (a path: set the table property {IDENTIFIER_PROPERTY})"
             )
-        synced = sync_catalog(catalog, ident, str(result.metadata_path))
+        synced = sync_catalog(catalog, ident, str(result.metadata_path), io=io)
         state = {
             "catalog": catalog,
             "identifier": ident,

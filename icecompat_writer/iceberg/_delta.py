@@ -19,7 +19,7 @@ from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.paths import DELTA_LOG_DIR, LogFileKind, commit_file_name, parse_log_file_name
 from icecompat_writer.deltalog.snapshot import read_commit_bytes
 from icecompat_writer.errors import TableReadError
-from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
+from icecompat_writer.storage import FileIO, Location
 
 __all__ = [
     "Commit",
@@ -64,7 +64,7 @@ class DeltaState:
     adds: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def commit_versions(root: Location, *, io: FileIO = DEFAULT_IO) -> list[int]:
+def commit_versions(root: Location, *, io: FileIO) -> list[int]:
     """Versions with a commit file, ascending; TableReadError when there are none."""
     versions = list_versions(root, io=io)
     if not versions:
@@ -73,7 +73,7 @@ def commit_versions(root: Location, *, io: FileIO = DEFAULT_IO) -> list[int]:
 
 
 def commit_versions_from(
-    root: Location, first: int, *, io: FileIO = DEFAULT_IO
+    root: Location, first: int, *, io: FileIO
 ) -> tuple[list[int], frozenset[int]]:
     """Versions ``>= first`` with a commit file, ascending, and those with a checksum file (``.crc``),
     from one listing of ``_delta_log`` that starts at ``first``
@@ -101,7 +101,7 @@ def commit_versions_from(
     return sorted(versions), frozenset(checksums)
 
 
-def checksum_file_count(root: Location, version: int, *, io: FileIO = DEFAULT_IO) -> int | None:
+def checksum_file_count(root: Location, version: int, *, io: FileIO) -> int | None:
     """``numFiles`` of the version's checksum file (``<version>.crc``, which delta-spark writes with
     each commit: the live-file count of that version); None when it is missing or unreadable."""
     try:
@@ -112,7 +112,7 @@ def checksum_file_count(root: Location, version: int, *, io: FileIO = DEFAULT_IO
     return count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else None
 
 
-def load_commit(root: Location, version: int, *, io: FileIO = DEFAULT_IO) -> Commit:
+def load_commit(root: Location, version: int, *, io: FileIO) -> Commit:
     """One commit with its timestamp (in-commit timestamp, else commitInfo.timestamp, else file time)
     and the digest of its bytes.
 
@@ -129,13 +129,13 @@ def load_commit(root: Location, version: int, *, io: FileIO = DEFAULT_IO) -> Com
     return Commit(version, int(ts), None if op is None else str(op), tuple(actions), digest)
 
 
-def iter_commits(root: Location, start: int, end: int, *, io: FileIO = DEFAULT_IO) -> Iterator[Commit]:
+def iter_commits(root: Location, start: int, end: int, *, io: FileIO) -> Iterator[Commit]:
     """Commits ``start..end`` inclusive, in order (TableReadError if one is missing)."""
     for version in range(start, end + 1):
         yield load_commit(root, version, io=io)
 
 
-def state_at(root: Location, version: int, *, io: FileIO = DEFAULT_IO) -> DeltaState:
+def state_at(root: Location, version: int, *, io: FileIO) -> DeltaState:
     """The reconciled table state at ``version`` (checkpoints are used where the log has them)."""
     snap = read_snapshot(root, version, io=io)
     return DeltaState(

@@ -17,7 +17,7 @@ from typing import Any, TypedDict, cast
 import fastavro
 
 from icecompat_writer.schema import JsonDict, JsonObject, iceberg_decimal_params
-from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
+from icecompat_writer.storage import FileIO, Location
 
 __all__ = [
     "CODEC",
@@ -376,7 +376,7 @@ def write_manifest(
     schema_json: JsonObject,
     format_version: int,
     content: str = "data",
-    io: FileIO = DEFAULT_IO,
+    io: FileIO,
 ) -> int:
     """Write one manifest (``content`` ``data`` or ``deletes``); the key/value metadata is what spec
     "Manifests" requires for v2/v3."""
@@ -409,7 +409,7 @@ def write_manifest_list(
     sequence_number: int,
     format_version: int,
     first_row_id: int | None = None,
-    io: FileIO = DEFAULT_IO,
+    io: FileIO,
 ) -> int:
     """Write a snapshot's manifest list."""
     meta = {
@@ -429,9 +429,9 @@ def write_manifest_list(
     return _write(path, manifest_file_schema(format_version), records, meta, io)
 
 
-def read_avro(path: Location, io: FileIO = DEFAULT_IO) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def read_avro(path: Location, *, io: FileIO) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """All records of an Avro file and its key/value metadata (logical types converted by fastavro);
-    ``io``: the store settings to read with (None: the storage layer's default)."""
+    ``io``: the table's FileIO."""
     reader = fastavro.reader(BytesIO(io.new_input(path).read()))
     meta = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in reader.metadata.items()}
     return [dict(cast(Mapping[str, Any], r)) for r in reader], meta

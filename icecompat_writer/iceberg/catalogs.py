@@ -92,7 +92,7 @@ def _delta_version_of(properties: dict[str, str]) -> int:
     return int(raw) if raw is not None and str(raw).isdigit() else -1
 
 
-def fileio_properties(metadata_location: str, io: storage.FileIO = storage.DEFAULT_IO) -> dict[str, str]:
+def fileio_properties(metadata_location: str, *, io: storage.FileIO) -> dict[str, str]:
     """pyiceberg FileIO properties that reach the store holding ``metadata_location``, taken from
     ``io``'s resolved options (the Hadoop settings it was built with: the running session's
     ``fs.s3a.*``/``fs.azure.*``/``fs.gs.*`` keys or those a driver handed to the rule service; then
@@ -105,9 +105,7 @@ def fileio_properties(metadata_location: str, io: storage.FileIO = storage.DEFAU
     return io.iceberg_properties(storage.parse_location(metadata_location))
 
 
-def load_catalog_for(
-    name: str, metadata_location: str | None = None, io: storage.FileIO = storage.DEFAULT_IO
-) -> Any:
+def load_catalog_for(name: str, metadata_location: str | None = None, *, io: storage.FileIO) -> Any:
     """The pyiceberg catalog ``name`` with FileIO properties for ``metadata_location``'s store.
 
     The catalog's own configuration wins key by key: an ``s3.*`` (``adls.*``, ``gcs.*``) property the
@@ -116,7 +114,7 @@ def load_catalog_for(
     return _load(name, metadata_location, io)
 
 
-def _load(name: str, metadata_location: str | None = None, io: storage.FileIO = storage.DEFAULT_IO) -> Any:
+def _load(name: str, metadata_location: str | None, io: storage.FileIO) -> Any:
     """The catalog ``name``, its configuration read now (pyiceberg's own module-level copy is read once,
     at import, and would miss configuration set later in a long-running driver)."""
     from pyiceberg.catalog import load_catalog
@@ -126,7 +124,7 @@ def _load(name: str, metadata_location: str | None = None, io: storage.FileIO = 
     properties = Config().get_catalog_config(name)
     if not properties:
         raise CatalogError(f"no Iceberg catalog named {name!r} is configured; {hint}")
-    derived = fileio_properties(metadata_location, io) if metadata_location else {}
+    derived = fileio_properties(metadata_location, io=io) if metadata_location else {}
     try:
         options: dict[str, Any] = {**derived, **{str(k): v for k, v in properties.items()}}
         key = (name, json.dumps(options, sort_keys=True, default=str))
@@ -141,7 +139,7 @@ def _load(name: str, metadata_location: str | None = None, io: storage.FileIO = 
 
 
 def sync_catalog(
-    catalog_name: str, identifier: str, metadata_location: str, *, io: storage.FileIO = storage.DEFAULT_IO
+    catalog_name: str, identifier: str, metadata_location: str, *, io: storage.FileIO
 ) -> CatalogSync:
     """Register ``identifier`` on ``metadata_location`` or move it forward to that metadata's snapshots.
 
@@ -424,19 +422,20 @@ def _forward(theirs: Any, ours: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
 
 
 def catalog_status(
-    catalog_name: str, identifier: str, metadata_location: str | None = None
+    catalog_name: str, identifier: str, metadata_location: str | None = None, *, io: storage.FileIO
 ) -> dict[str, Any]:
     """Where ``identifier`` stands in the catalog, for reports: ``registered``, the Delta version its
     Iceberg table holds, its metadata location; ``error`` when the catalog could not answer.
 
-    ``metadata_location`` (the table's own metadata, if any) only chooses the store settings of the
-    catalog's FileIO. Never raises: a report lists the state of every table whatever one catalog says.
+    ``metadata_location`` (the table's own metadata, if any) and ``io`` (the table's) only choose the
+    store settings of the catalog's FileIO. Never raises: a report lists the state of every table
+    whatever one catalog says.
     """
     from pyiceberg.exceptions import NoSuchTableError
 
     out: dict[str, Any] = {"catalog": catalog_name, "identifier": identifier, "registered": False}
     try:
-        table = _load(catalog_name, metadata_location).load_table(identifier)
+        table = _load(catalog_name, metadata_location, io).load_table(identifier)
     except NoSuchTableError:
         return out
     except Exception as err:  # a report states what the catalog said, it does not stop

@@ -30,7 +30,7 @@ from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.deltalog.paths import table_root_path
 from icecompat_writer.errors import CompatViolation, IcecompatError
 from icecompat_writer.schema import JsonDict, JsonObject
-from icecompat_writer.storage import DEFAULT_IO, FileIO
+from icecompat_writer.storage import FileIO, io_for
 
 from . import _delta
 from .catalogs import catalog_status, sync_catalog
@@ -138,7 +138,7 @@ class ConversionPlan:
 
 
 def plan_conversion(
-    table_root: str | os.PathLike[str], format_version: int | None = None, *, io: FileIO = DEFAULT_IO
+    table_root: str | os.PathLike[str], format_version: int | None = None, *, io: FileIO
 ) -> ConversionPlan:
     """The dry run of :func:`write_iceberg_metadata`: the same reads and the same verification, and
     the same refusals (:class:`CompatViolation`, :class:`TableReadError`), but no file written."""
@@ -172,11 +172,11 @@ def plan_conversion(
     return ConversionPlan(str(root), latest, last, last + 1, number, str(target), meta.format_version, kind)
 
 
-def catalog_plan(catalog: str, identifier: str, plan: ConversionPlan) -> JsonDict:
+def catalog_plan(catalog: str, identifier: str, plan: ConversionPlan, *, io: FileIO) -> JsonDict:
     """What ``sync_catalog`` would do after ``plan``: ``action`` is ``would register``, ``would commit``
     or ``current``. Reads the catalog's entry only; raises :class:`IcecompatError` when the catalog
     cannot answer (the real run would fail too)."""
-    state = catalog_status(catalog, identifier, plan.metadata_location)
+    state = catalog_status(catalog, identifier, plan.metadata_location, io=io)
     if state.get("error"):
         raise IcecompatError(f"catalog {catalog}: {state['error']}")
     held = state.get("delta_version")
@@ -293,9 +293,11 @@ def run(args: argparse.Namespace) -> int:
         path = path[0]
     lines: list[str] = []  # what was done before a failure is still said (metadata written, catalog failed)
     try:
+        io = io_for(path)  # the environment's store settings (a command line runs no Spark session)
         identifier: str | None = None
         if catalog is not None:
-            configuration = {str(k): str(v) for k, v in read_snapshot(path).metadata.configuration.items()}
+            snapshot = read_snapshot(path, io=io)
+            configuration = {str(k): str(v) for k, v in snapshot.metadata.configuration.items()}
             identifier = resolve_identifier(configuration, given)
             prop = configuration.get(IDENTIFIER_PROPERTY)
             if given and prop and given != prop and int(getattr(args, "verbosity", 0) or 0) >= 0:
@@ -312,19 +314,19 @@ def run(args: argparse.Namespace) -> int:
                 )
         doc: JsonDict = {"format": JSON_FORMAT, "table": path, "dry_run": dry_run}
         if dry_run:
-            plan = plan_conversion(path, format_version=args.format_version)
+            plan = plan_conversion(path, format_version=args.format_version, io=io)
             doc.update(_plan_json(plan))
             lines.append(plan.summary())
             if catalog is not None and identifier is not None:
-                state = catalog_plan(catalog, identifier, plan)
+                state = catalog_plan(catalog, identifier, plan, io=io)
                 doc["catalog"] = state
                 lines.append(_catalog_plan_text(state))
         else:
-            result = write_iceberg_metadata(path, format_version=args.format_version)
+            result = write_iceberg_metadata(path, format_version=args.format_version, io=io)
             doc.update(_result_json(result))
             lines.append(result.summary())
             if catalog is not None and identifier is not None:
-                synced = sync_catalog(catalog, identifier, str(result.metadata_path))
+                synced = sync_catalog(catalog, identifier, str(result.metadata_path), io=io)
                 doc["catalog"] = {
                     "catalog": synced.catalog,
                     "identifier": synced.identifier,

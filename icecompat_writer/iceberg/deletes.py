@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from icecompat_writer.deltalog.deletion_vectors import read_deletion_vectors
-from icecompat_writer.storage import DEFAULT_IO, FileIO
+from icecompat_writer.storage import FileIO
 
 from .avro import deletion_vector_record
 from .locations import uri
@@ -36,7 +36,7 @@ __all__ = ["deletion_vector_files"]
 
 
 def deletion_vector_files(
-    table: IcebergTable, files: Sequence[NewFile], version: int, *, io: FileIO = DEFAULT_IO
+    table: IcebergTable, files: Sequence[NewFile], version: int, *, io: FileIO
 ) -> list[DeleteFile]:
     """The deletion vectors of ``files`` (one commit's new data files, DVs read through ``io``) as
     delete files of the table's format: v3 their bytes written into one new Puffin file, v2 one
@@ -76,7 +76,7 @@ def deletion_vector_files(
         dv = read.vectors[f.delta_path]
         placed.append((f, puffin.add_deletion_vector(f.path, dv.blob, dv.cardinality)))
     path = table.writer.puffin_path()
-    size = puffin.write(path, io)
+    size = puffin.write(path, io=io)
     return [
         DeleteFile(
             deletion_vector_record(

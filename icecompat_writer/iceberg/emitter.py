@@ -48,7 +48,7 @@ from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.paths import table_root_path
 from icecompat_writer.errors import IcebergSyncWarning, TableReadError, Violation
-from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
+from icecompat_writer.storage import FileIO, Location, io_for
 
 from . import _delta
 from .checks import requested_format_version
@@ -135,15 +135,16 @@ class IcebergResult:
 
 
 def write_iceberg_metadata(
-    table_root: str | os.PathLike[str], format_version: int | None = None, *, io: FileIO = DEFAULT_IO
+    table_root: str | os.PathLike[str], format_version: int | None = None, *, io: FileIO | None = None
 ) -> IcebergResult:
     """Write (or bring up to date) Iceberg metadata for the Delta table at ``table_root``.
 
     ``format_version`` is 2 or 3; by default the table property ``icecompat.iceberg.format-version``
     chooses it, else an existing Iceberg tree keeps its version and a new one is v3 for IcebergCompatV3
     tables, v2 otherwise. An existing tree is never re-versioned: a format (asked for or by the
-    property) other than its own is refused. ``io``: the store settings every Iceberg file is
-    listed, read, written and deleted with (None: the storage layer's default). Raises
+    property) other than its own is refused. ``io``: the FileIO every file is listed, read, written
+    and deleted with (None: :func:`~icecompat_writer.storage.io_for` the table's root, with the
+    running session's store settings, else the environment's). Raises
     :class:`CompatViolation` when the table is not compliant with the rules it is held to (the
     catalog's rule ids for its declared profile, see :mod:`.checks`) or cannot be converted faithfully
     (``ICEBERG-EMIT-*``), :class:`TableReadError` when the log cannot be read,
@@ -152,6 +153,8 @@ def write_iceberg_metadata(
     if format_version is not None and format_version not in (2, 3):
         raise ValueError(f"format_version must be 2 or 3, not {format_version!r}")
     root = table_root_path(os.fspath(table_root))
+    if io is None:
+        io = io_for(root)
     previous = current_metadata(root, io)
     if previous is None:
         versions = _delta.commit_versions(root, io=io)
@@ -167,7 +170,7 @@ def write_iceberg_metadata(
 def _first_conversion(root: Location, latest: int, format_version: int | None, io: FileIO) -> IcebergResult:
     """No Iceberg metadata yet: one snapshot per Delta version from the first convertible one."""
     start, state, fv, verified = first_version(root, latest, format_version, io)
-    table = IcebergTable.fresh(root, fv, state.metadata, io)
+    table = IcebergTable.fresh(root, fv, state.metadata, io=io)
     table.checked_inside = verified.inside
     first_commit = _delta.load_commit(root, start, io=io)
     with Transaction(table, None) as tx:
@@ -276,7 +279,7 @@ def _sync_from_record(
     verified = verify_commits(
         root, meta, commits, latest, fv, recorded.protocol, recorded.metadata, count, io=io
     )
-    table = IcebergTable(root, meta, recorded.metadata.id, io)
+    table = IcebergTable(root, meta, recorded.metadata.id, io=io)
     table.checked_inside = verified.inside
     with Transaction(table, previous) as tx:
         tx.set_delta_state(recorded.protocol, recorded.metadata, last)
@@ -339,7 +342,7 @@ def _incremental_conversion(
         base_protocol, base_metadata = base.protocol, base.metadata
     else:  # no protocol or metadata action since ``last``: those of ``latest`` were in force
         base_protocol, base_metadata = verified.protocol, verified.metadata
-    table = IcebergTable(root, meta, base_metadata.id, io)
+    table = IcebergTable(root, meta, base_metadata.id, io=io)
     table.checked_inside = verified.inside
     with Transaction(table, previous) as tx:
         tx.set_delta_state(base_protocol, base_metadata, last)
@@ -383,7 +386,7 @@ def _catch_up(
         root, latest, meta.format_version, f"Delta commits {last + 1}..{oldest - 1} are gone", snap, io=io
     )
     commit = _delta.load_commit(root, latest, io=io)
-    table = IcebergTable(root, meta, snap.metadata.id, io)
+    table = IcebergTable(root, meta, snap.metadata.id, io=io)
     table.checked_inside = verified.inside
     with Transaction(table, previous) as tx:
         tx.set_delta_state(snap.protocol, snap.metadata, latest)

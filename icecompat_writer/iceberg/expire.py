@@ -454,7 +454,7 @@ def _clean_up(io: FileIO, root: Location, committed: TableMetadata, expiry: Expi
 
 def _manifest_list(io: FileIO, root: Location, list_uri: str) -> list[dict[str, Any]] | None:
     try:
-        rows, _ = read_avro(local(list_uri, root), io)
+        rows, _ = read_avro(local(list_uri, root), io=io)
     except FileNotFoundError:
         return None
     return rows
@@ -463,7 +463,7 @@ def _manifest_list(io: FileIO, root: Location, list_uri: str) -> list[dict[str, 
 def _delete_file_paths(io: FileIO, root: Location, manifest_uri: str, *, live_only: bool) -> set[str]:
     """The delete files (position deletes, deletion-vector Puffin files) a delete manifest names."""
     try:
-        rows, _ = read_avro(local(manifest_uri, root), io)
+        rows, _ = read_avro(local(manifest_uri, root), io=io)
     except FileNotFoundError:
         return set()
     return {str(r["data_file"]["file_path"]) for r in rows if not (live_only and int(r["status"]) == DELETED)}

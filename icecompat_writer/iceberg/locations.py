@@ -40,7 +40,7 @@ def data_path_outside(
     delta_path: str,
     real_dirs: dict[str, str] | None = None,
     *,
-    io: FileIO = storage.DEFAULT_IO,
+    io: FileIO,
 ) -> str | None:
     """Why a data file's path leaves the table root (lexically, or through a symbolic link), else None.
 
@@ -69,14 +69,14 @@ def outside_violation(delta_path: str, reason: str) -> Violation:
     )
 
 
-def owned(root: Location, path: Location, what: str, *, io: FileIO = storage.DEFAULT_IO) -> Location:
+def owned(root: Location, path: Location, what: str, *, io: FileIO) -> Location:
     """``path`` when it (symbolic links resolved) is inside ``root/metadata``; refused otherwise.
 
     The emitter reads and writes nothing but its own tree: a ``metadata`` directory that is a link to
     another place, or metadata naming files elsewhere, would make it read or write outside the table.
     """
     meta_dir = root / METADATA_DIR
-    if io.is_remote(path):  # no links on an object store: the lexical check is the whole check
+    if io.remote:  # no links on an object store: the lexical check is the whole check
         if storage.is_under(path, meta_dir):
             return path
         raise CompatViolation(

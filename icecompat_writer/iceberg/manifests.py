@@ -21,7 +21,7 @@ from decimal import Decimal
 from typing import Any, cast
 
 from icecompat_writer.schema import iceberg_decimal_params
-from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
+from icecompat_writer.storage import FileIO, Location
 
 from .avro import (
     DataFileRecord,
@@ -166,12 +166,13 @@ def read_entries(
     m: Manifest,
     partition_fields: PartitionFieldsOf,
     format_version: int,
-    io: FileIO = DEFAULT_IO,
+    *,
+    io: FileIO,
 ) -> list[Entry]:
     """Entries of a manifest, inherited snapshot ids, sequence numbers and first row ids resolved."""
     if m.entries is not None:
         return m.entries
-    records, _ = read_avro(owned(root, local(m.uri, root), "manifest"), io)
+    records, _ = read_avro(owned(root, local(m.uri, root), "manifest", io=io), io=io)
     types = {avro_name(p.name): p.result_type for p in partition_fields(int(m.record["partition_spec_id"]))}
     next_id = m.record.get("first_row_id")
     out = []
@@ -210,9 +211,7 @@ class ManifestWriter:
     run that did not commit wrote (nothing references those files). Every file goes through ``io``.
     """
 
-    def __init__(
-        self, root: Location, meta_dir: Location, format_version: int, io: FileIO = DEFAULT_IO
-    ) -> None:
+    def __init__(self, root: Location, meta_dir: Location, format_version: int, *, io: FileIO) -> None:
         self.root = root
         self.meta_dir = meta_dir
         self.fv = format_version
@@ -349,7 +348,8 @@ class LiveFiles:
         partition_fields: PartitionFieldsOf,
         manifests: list[Manifest] | None = None,
         totals: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0),
-        io: FileIO = DEFAULT_IO,
+        *,
+        io: FileIO,
     ) -> None:
         self.root = root
         self.io = io
@@ -369,18 +369,19 @@ class LiveFiles:
         partition_fields: PartitionFieldsOf,
         manifest_list: str,
         totals: tuple[int, int, int, int, int],
-        io: FileIO = DEFAULT_IO,
+        *,
+        io: FileIO,
     ) -> LiveFiles:
-        records, _ = read_avro(owned(root, local(manifest_list, root), "manifest list"), io)
+        records, _ = read_avro(owned(root, local(manifest_list, root), "manifest list", io=io), io=io)
         manifests = [Manifest(dict(r)) for r in records]
-        return cls(root, format_version, partition_fields, manifests, totals, io)
+        return cls(root, format_version, partition_fields, manifests, totals, io=io)
 
     @property
     def loaded(self) -> bool:
         return self._data is not None
 
     def entries(self, m: Manifest) -> list[Entry]:
-        return read_entries(self.root, m, self.partition_fields, self.fv, self.io)
+        return read_entries(self.root, m, self.partition_fields, self.fv, io=self.io)
 
     def _load(self) -> tuple[dict[str, tuple[Manifest, int, int]], dict[str, tuple[Manifest, str, int]]]:
         if self._data is None or self._deletes is None:
@@ -461,7 +462,7 @@ class LiveFiles:
         """The live files after a snapshot (the new manifest set, and the index or the totals), as a
         new object: this one stays as it is, so a snapshot that is never applied changes nothing."""
         removed = list(removed)
-        out = LiveFiles(self.root, self.fv, self.partition_fields, None, self._totals, self.io)
+        out = LiveFiles(self.root, self.fv, self.partition_fields, None, self._totals, io=self.io)
         out.manifests = manifests
         if self._data is not None and self._deletes is not None:
             data, deletes = dict(self._data), dict(self._deletes)

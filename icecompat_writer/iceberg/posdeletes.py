@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 
 from icecompat_writer.deltalog.deletion_vectors import ReadDeletionVector
 from icecompat_writer.deltalog.files import DeletionVectorDescriptor, dv_unique_id
-from icecompat_writer.storage import DEFAULT_IO, FileIO
+from icecompat_writer.storage import FileIO
 
 from .avro import DataFileRecord, KeyValue
 from .locations import uri
@@ -208,7 +208,7 @@ def staying_delete_files(table: IcebergTable, files: Sequence[NewFile]) -> dict[
 
 
 def position_delete_files(
-    table: IcebergTable, placed: Sequence[tuple[NewFile, ReadDeletionVector]], *, io: FileIO = DEFAULT_IO
+    table: IcebergTable, placed: Sequence[tuple[NewFile, ReadDeletionVector]], *, io: FileIO
 ) -> list[DeleteFile]:
     """One new position-delete file per (data file, verified DV) of ``placed``, written under
     ``metadata/`` through ``io``; a DV that deletes no row needs none."""

@@ -21,7 +21,7 @@ import json
 import struct
 from dataclasses import dataclass
 
-from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
+from icecompat_writer.storage import FileIO, Location
 
 __all__ = [
     "DV_BLOB_TYPE",
@@ -93,7 +93,7 @@ class PuffinWriter:
         footer = MAGIC + payload + struct.pack("<i", len(payload)) + b"\0\0\0\0" + MAGIC
         return b"".join([*self._parts, footer])
 
-    def write(self, path: Location, io: FileIO = DEFAULT_IO) -> int:
+    def write(self, path: Location, *, io: FileIO) -> int:
         """Create the file at ``path`` (it must not exist: names carry a run id) and return its size;
         ``io``: the store settings to write with (None: the storage layer's default)."""
         data = self.to_bytes()

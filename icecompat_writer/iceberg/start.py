@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import CompatViolation, TableReadError
-from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
+from icecompat_writer.storage import FileIO, Location
 
 from . import _delta
 from .checks import default_format_version, table_violations
@@ -18,7 +18,7 @@ from .verification import Verified, verify_full
 __all__ = ["current_metadata", "existing_metadata", "first_version"]
 
 
-def existing_metadata(meta_dir: Location, io: FileIO = DEFAULT_IO) -> tuple[int, Location] | None:
+def existing_metadata(meta_dir: Location, *, io: FileIO) -> tuple[int, Location] | None:
     """The highest ``v<N>.metadata.json`` in ``metadata/`` (the hint file may lag behind): one listing."""
     try:
         listed = [e.location for e in io.list_files(meta_dir)]
@@ -88,8 +88,8 @@ def first_version(
 def current_metadata(root: Location, io: FileIO) -> tuple[int, Location] | None:
     """The current metadata file, refused when ``metadata/`` or it lies outside the table's own tree."""
     meta_dir = root / METADATA_DIR
-    owned(root, meta_dir / VERSION_HINT, "the version hint")  # a ``metadata`` link leading elsewhere
-    previous = existing_metadata(meta_dir, io)
+    owned(root, meta_dir / VERSION_HINT, "the version hint", io=io)  # a ``metadata`` link leading elsewhere
+    previous = existing_metadata(meta_dir, io=io)
     if previous is not None:
-        owned(root, previous[1], "the metadata file")
+        owned(root, previous[1], "the metadata file", io=io)
     return previous

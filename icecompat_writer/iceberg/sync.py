@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from icecompat_writer.deltalog.paths import table_root_path
 from icecompat_writer.errors import ConcurrentWriteError, IcebergSyncWarning, IcecompatError
-from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
+from icecompat_writer.storage import FileIO, Location
 
 from .catalogs import CatalogSync, sync_catalog
 from .checks import FORMAT_VERSION_PROPERTY
@@ -82,13 +82,13 @@ def sync_requested(configuration: Mapping[str, str]) -> bool:
     return "iceberg" in {f.strip().lower() for f in formats.split(",")}
 
 
-def converted_version(table_root: str | os.PathLike[str], *, io: FileIO = DEFAULT_IO) -> int | None:
+def converted_version(table_root: str | os.PathLike[str], *, io: FileIO) -> int | None:
     """The last Delta version the table's Iceberg metadata holds (None: no Iceberg metadata)."""
     return _converted(table_root_path(os.fspath(table_root)), io)
 
 
-def _converted(root: Location, io: FileIO = DEFAULT_IO) -> int | None:
-    existing = existing_metadata(root / METADATA_DIR)
+def _converted(root: Location, io: FileIO) -> int | None:
+    existing = existing_metadata(root / METADATA_DIR, io=io)
     if existing is None:
         return None
     props = json.loads(io.new_input(existing[1]).read().decode("utf-8")).get("properties") or {}
@@ -125,7 +125,7 @@ def sync_after_commit(
     conf_catalog: str | None = None,
     default_identifier: str | None = None,
     *,
-    io: FileIO = DEFAULT_IO,
+    io: FileIO,
 ) -> IcebergSync:
     """Bring the Iceberg metadata (and the catalog, if one is named) up to at least Delta ``version``,
     reading what it checks through ``io``.

@@ -27,7 +27,7 @@ from icecompat_writer.deltalog.paths import resolve_data_path
 from icecompat_writer.errors import CompatViolation, TableReadError, Violation
 from icecompat_writer.evidence.footers import read_object_footer
 from icecompat_writer.schema import JsonDict
-from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
+from icecompat_writer.storage import FileIO, Location
 
 from .avro import DataFileRecord, PartitionField, avro_name, data_file_record
 from .checks import rule_set_for, table_violations
@@ -106,9 +106,7 @@ def refusal_context(version: int, metadata: Metadata) -> str:
 class IcebergTable:
     """The table metadata document plus everything a snapshot producer needs to add a snapshot."""
 
-    def __init__(
-        self, root: Location, metadata: TableMetadata, delta_table_id: str, io: FileIO = DEFAULT_IO
-    ) -> None:
+    def __init__(self, root: Location, metadata: TableMetadata, delta_table_id: str, *, io: FileIO) -> None:
         self.root = root
         self.io = io
         self.real_root = self.io.resolved(root)  # links resolved once (data_path_outside)
@@ -119,7 +117,7 @@ class IcebergTable:
         self.fv = metadata.format_version
         self.metadata = metadata
         self.delta_table_id = delta_table_id
-        self.writer = ManifestWriter(root, self.meta_dir, self.fv, self.io)
+        self.writer = ManifestWriter(root, self.meta_dir, self.fv, io=self.io)
         self.files = LiveFiles(root, self.fv, self.partition_fields, io=self.io)
         self.new_snapshots: list[SnapshotInfo] = []
         self.schema: ConvertedSchema | None = None
@@ -132,16 +130,14 @@ class IcebergTable:
     # -- table-level state ---------------------------------------------------------------------
 
     @classmethod
-    def fresh(
-        cls, root: Location, format_version: int, metadata: Metadata, io: FileIO = DEFAULT_IO
-    ) -> IcebergTable:
+    def fresh(cls, root: Location, format_version: int, metadata: Metadata, *, io: FileIO) -> IcebergTable:
         """An empty v2/v3 table; the Delta table id doubles as the Iceberg table uuid."""
         table_uuid = metadata.id
         try:
             table_uuid = str(uuid.UUID(table_uuid))
         except ValueError:
             table_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"delta:{metadata.id}"))
-        return cls(root, TableMetadata.new(format_version, table_uuid, uri(root)), metadata.id, io)
+        return cls(root, TableMetadata.new(format_version, table_uuid, uri(root)), metadata.id, io=io)
 
     def delta_state_updates(
         self, protocol: Protocol, metadata: Metadata, version: int
@@ -252,7 +248,7 @@ class IcebergTable:
         files, records, size, deletes, positions = (int(s[k]) for k in keys) if known else (0,) * 5
         totals = (files, records, size, deletes, positions)
         self.files = LiveFiles.read(
-            self.root, self.fv, self.partition_fields, snap.manifest_list, totals, self.io
+            self.root, self.fv, self.partition_fields, snap.manifest_list, totals, io=self.io
         )
         if not known:
             self.files.index()  # totals unknown: count them from the manifests
@@ -261,7 +257,7 @@ class IcebergTable:
 
     def file_uri(self, delta_path: str) -> str:
         """Iceberg's fully qualified location for a Delta path (relative paths are URI-encoded in the log)."""
-        if self.io.is_remote(self.root):
+        if self.io.remote:
             target = resolve_data_path(self.root, delta_path)  # inside the root: checked before
             if target is None:
                 raise TableReadError(f"data file {delta_path} resolves outside the table root")

@@ -46,7 +46,7 @@ from icecompat_writer.errors import Violation
 from icecompat_writer.evidence.footers import file_facts
 from icecompat_writer.evidence.live_files import counted_from_footer, snapshot_facts
 from icecompat_writer.facts import DataFileFacts
-from icecompat_writer.storage import DEFAULT_IO, FileIO, Location
+from icecompat_writer.storage import FileIO, Location
 
 from . import _delta
 from .checks import row_tracking_enabled, rule_set_for, table_violations
@@ -167,7 +167,7 @@ def _check(
         for fact in storage.map_bounded(
             lambda pair: file_facts(root, pair[0], read_footer=pair[1] is None, io=io),
             list(zip(adds, reasons, strict=True)),
-            workers=storage.footer_readers(io, root, len(adds)),
+            workers=storage.footer_readers(io, len(adds)),
         )
     )
     read = sum(1 for r in reasons if r is None)
@@ -183,7 +183,7 @@ def verify_full(
     reason: str = "first conversion",
     snap: Snapshot | None = None,
     *,
-    io: FileIO = DEFAULT_IO,
+    io: FileIO,
 ) -> Verified:
     """Every live data file of ``version`` checked (footers read through ``io``), with the table's rules.
 
@@ -193,7 +193,7 @@ def verify_full(
     facts: list[DataFileFacts] = []
     inside: set[str] = set()
     read = 0
-    if io.is_remote(snap.table_root):
+    if io.remote:
         # one listing of the table, then one ranged read per footer in a bounded pool (the checker's path)
         facts = list(snapshot_facts(snap, files="all", every_file=True, footer_counts=True).facts)
         read = len(facts)
@@ -239,7 +239,7 @@ def verify_since(
     format_version: int,
     snap: Snapshot | None = None,
     *,
-    io: FileIO = DEFAULT_IO,
+    io: FileIO,
 ) -> Verified:
     """Verify ``version`` reading only what ``commits`` (every commit after the recorded one) add,
     through ``io``.
@@ -362,7 +362,7 @@ def verify_commits(
     metadata: Metadata,
     live_files: int | None = None,
     *,
-    io: FileIO = DEFAULT_IO,
+    io: FileIO,
 ) -> Verified:
     """:func:`verify_since` without the Delta snapshot of ``version``: what a sync after a small commit
     reads, so that its cost follows the commit, not the table.

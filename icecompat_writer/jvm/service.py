@@ -248,7 +248,7 @@ def _files_below(
         storage.map_bounded(
             lambda add: file_facts(root, add, io=io),
             adds,
-            storage.footer_readers(io, table_root_path(root), len(adds)),
+            storage.footer_readers(io, len(adds)),
         )
     )
     found = validate(profile, planned.metadata, planned.protocol, previous, files=facts, scopes=[Scope.FILE])
@@ -278,10 +278,10 @@ def _local_root(table: str) -> str:
     return str(table_root_path(table))
 
 
-def _supplied_facts(add: Any, supplied: Mapping[str, Any]) -> Any:
+def _supplied_facts(add: Any, supplied: Mapping[str, Any], io: storage.FileIO) -> Any:
     """A new file's facts from the footer bytes the JVM read (tables not on the local disk), decoded
     by the one footer decoder every reader uses; errors name the file's add path."""
-    facts = file_facts("/", add, read_footer=False)
+    facts = file_facts("/", add, read_footer=False, io=io)
     entry = supplied.get(add.path) or {"error": "the driver sent no footer for this file"}
     if "footer" not in entry:
         return dataclasses.replace(facts, footer_error=str(entry.get("error")))
@@ -357,7 +357,7 @@ def _check_commit(req: CheckCommit, io: storage.FileIO) -> Answer:
     outside = [a.path for a in adds if resolve_data_path(root, a.path) is None]
     if supplied:
         footers = req.footers or {}
-        facts = [_supplied_facts(add, footers) for add in adds]
+        facts = [_supplied_facts(add, footers, io) for add in adds]
     else:
         facts = [file_facts(root, add, io=io) for add in adds]
     violations = _features_ahead(profile, protocol, previous)
@@ -508,6 +508,18 @@ def _answer(req: Request, io: storage.FileIO) -> Answer:
     return _sync(req, io)
 
 
+def _io(req: Request) -> storage.FileIO:
+    """The FileIO of the request's table, with the Hadoop settings the driver sent with it (used for
+    this request only). A request that names no table reads no file; nor does one for a table on a
+    store the storage layer does not serve (``hdfs:``: the JVM sends the state and footers it read),
+    and any read of such a location fails on its scheme, as it always did."""
+    table = getattr(req, "table", None)
+    try:
+        return storage.io_for(table, req.hadoop) if table else storage.LocalFileIO()
+    except storage.UnsupportedSchemeError:
+        return storage.LocalFileIO()
+
+
 def handle(raw: Any) -> Answer:
     """Answer one decoded request (never raises: failures become ``{"error": ...}``)."""
     try:
@@ -515,7 +527,7 @@ def handle(raw: Any) -> Answer:
     except protocol.ProtocolError as e:
         return {"error": str(e)}
     try:
-        return _answer(req, storage.FileIO(hadoop=req.hadoop))
+        return _answer(req, _io(req))
     except Exception as e:
         return {"error": f"{type(e).__name__}: {e}"}
 

@@ -7,46 +7,24 @@ through pyarrow's S3, GCS and Azure filesystems, configured from the running Spa
 settings or each cloud's standard environment (:mod:`.config`). The one operation pyarrow lacks, a
 create that fails when the object exists, uses the cloud's SDK (:mod:`.conditional`).
 
-:class:`FileIO` (:mod:`.fileio`, in pyiceberg's manner) holds one set of store settings and hands out
-an :class:`InputFile` or :class:`OutputFile` per location. It is built at an edge (a write, an
-upgrade, the command line, the rule service from the settings a driver sends with a request) and
-passed down: the log reader, the checker and the footer readers take it as ``io``, and a snapshot
-keeps the one it was read with. The module-level operations (:mod:`.ops`) are those of
-:data:`DEFAULT_IO`, whose settings are the running session's, else the environment; it is also
-the default ``io`` of the public readers.
+:class:`FileIO` (:mod:`.fileio`, in pyiceberg's manner) is abstract: :class:`LocalFileIO` reaches
+local files, :class:`ObjectStoreFileIO` object stores with one set of store settings; each hands out
+an :class:`InputFile` or :class:`OutputFile` per location. :func:`io_for` chooses one from a table's
+root, once, at an edge (a write, an upgrade, a check, a conversion, the command line, the rule service
+from the settings a driver sends with a request), and it is passed down: every reader and writer below
+takes it as a required ``io``, and a snapshot keeps the one it was read with.
 
 Paths inside a table are resolved with :mod:`icecompat_writer.deltalog.paths`, which refuses anything
 outside the table root; this package reads only what it is given.
 """
 
 from .config import SETTINGS, StoreOptions, resolve_options
-from .fileio import FileIO, InputFile, OutputFile
+from .fileio import FileEntry, FileIO, InputFile, OutputFile
 from .filesystems import clear_cache, filesystem, filesystem_kwargs, options_for
 from .local import NotRegularFileError, check_regular_file, file_kind, open_regular_file
-from .ops import (
-    DEFAULT_IO,
-    LOCAL_READERS,
-    LOCAL_SERIAL_MAX,
-    MAX_PARALLEL_READS,
-    FileEntry,
-    create_if_absent,
-    delete_files,
-    exists,
-    file_size,
-    footer_readers,
-    list_files,
-    list_tree,
-    make_directory,
-    map_bounded,
-    mtime_ms,
-    parquet_source,
-    read_bytes,
-    read_parquet_metadata,
-    read_range,
-    read_tail,
-    remove_empty_directory,
-    write_bytes,
-)
+from .local_io import LocalFileIO
+from .object_io import ObjectStoreFileIO
+from .ops import LOCAL_READERS, LOCAL_SERIAL_MAX, MAX_PARALLEL_READS, footer_readers, io_for, map_bounded
 from .uri import (
     FAMILIES,
     Location,
@@ -64,7 +42,6 @@ from .uri import (
 )
 
 __all__ = [
-    "DEFAULT_IO",
     "FAMILIES",
     "LOCAL_READERS",
     "LOCAL_SERIAL_MAX",
@@ -73,44 +50,32 @@ __all__ = [
     "FileEntry",
     "FileIO",
     "InputFile",
+    "LocalFileIO",
     "Location",
     "NotRegularFileError",
     "ObjectPath",
+    "ObjectStoreFileIO",
     "OutputFile",
     "StoreOptions",
     "UnsupportedSchemeError",
     "check_regular_file",
     "clear_cache",
-    "create_if_absent",
-    "delete_files",
     "escape_decoded",
-    "exists",
     "file_kind",
-    "file_size",
     "filesystem",
     "filesystem_kwargs",
     "footer_readers",
     "iceberg_uri",
+    "io_for",
     "is_local",
     "is_under",
-    "list_files",
-    "list_tree",
     "location_in",
     "location_of_iceberg_uri",
     "location_uri",
-    "make_directory",
     "map_bounded",
-    "mtime_ms",
     "open_regular_file",
     "options_for",
-    "parquet_source",
     "parse_location",
-    "read_bytes",
-    "read_parquet_metadata",
-    "read_range",
-    "read_tail",
     "relative_text",
-    "remove_empty_directory",
     "resolve_options",
-    "write_bytes",
 ]

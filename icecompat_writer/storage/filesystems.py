@@ -59,7 +59,7 @@ def cached_client(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
 
 def options_for(path: ObjectPath) -> StoreOptions:
     """The store options of ``path``: the running session's Hadoop settings, then the environment
-    (a :class:`~.fileio.FileIO` built with settings of its own resolves with those instead).
+    (an :class:`~.object_io.ObjectStoreFileIO` built with settings of its own resolves with those instead).
 
     The session's values of the keys that configure ``path``'s store are read on every call and
     nothing is remembered per session: whatever is cached below (filesystems, SDK clients) is keyed

@@ -1,52 +1,31 @@
-"""The operations on a table's files, each working on a local path or an object-store path.
+"""Choosing a table's FileIO, and reading many files at once.
 
-Each is the operation of :data:`DEFAULT_IO` (:class:`~.fileio.FileIO`) on the file at that path:
-local paths use plain ``os`` calls (:mod:`.local`), object-store paths the pyarrow filesystem of
-their store (:mod:`.filesystems`). Request costs on an object store, the reason for each shape:
-
-* :func:`list_files` / :func:`list_tree`: one paginated LIST (1,000 keys a page), sizes included; a
-  reader learns which files exist from the listing, never by probing names one by one;
-* :func:`read_bytes`: one GET for the whole object (pyarrow asks its size first with one HEAD);
-* :func:`read_tail`: one ranged GET of the last ``length`` bytes (after the same HEAD);
-* :func:`read_parquet_metadata`: a Parquet footer whose object size a listing gave: one ranged GET of
-  the last 64 KiB, no HEAD (a footer longer than that is read once more);
-* :func:`create_if_absent`: one conditional PUT (see :mod:`.conditional`);
-* :func:`delete_files`: one batch DELETE per 1,000 keys on S3, one DELETE per object elsewhere.
+:func:`io_for` is the one place that decides, from a table's root, which :class:`~.fileio.FileIO`
+reaches its files; the edges (a write, an upgrade, a check, a conversion, the command line, the rule
+service) call it once and hand the object down. :func:`map_bounded` and :func:`footer_readers` size
+the thread pools that read many footers or deletion vectors: request latency on an object store,
+the GIL on a local disk.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from .fileio import FileEntry, FileIO
-from .uri import Location, ObjectPath
+from .fileio import FileIO
+from .local_io import LocalFileIO
+from .object_io import ObjectStoreFileIO
+from .uri import Location, ObjectPath, parse_location
 
 __all__ = [
-    "DEFAULT_IO",
     "LOCAL_READERS",
     "LOCAL_SERIAL_MAX",
     "MAX_PARALLEL_READS",
-    "FileEntry",
-    "create_if_absent",
-    "delete_files",
-    "exists",
-    "file_size",
     "footer_readers",
-    "list_files",
-    "list_tree",
-    "make_directory",
+    "io_for",
     "map_bounded",
-    "mtime_ms",
-    "parquet_source",
-    "read_bytes",
-    "read_parquet_metadata",
-    "read_range",
-    "read_tail",
-    "remove_empty_directory",
-    "write_bytes",
 ]
 
 MAX_PARALLEL_READS = 16
@@ -59,96 +38,28 @@ LOCAL_SERIAL_MAX = 32
 """Up to this many local footers are read in the calling thread, without a pool (about 1 ms each): in
 a process that had just converted 100,000 files, starting a pool's two threads took 1.6 s."""
 
-
-def footer_readers(io: FileIO, root: Location, count: int) -> int:
-    """How many threads :func:`map_bounded` should use to read ``count`` footers under ``root``."""
-    if io.is_remote(root):
-        return MAX_PARALLEL_READS
-    return LOCAL_READERS if count > LOCAL_SERIAL_MAX else 1
-
-DEFAULT_IO = FileIO()
-"""The FileIO of the module-level functions: the running session's settings (or those a driver
-handed over for the request being served), else the environment."""
-
 T = TypeVar("T")
 R = TypeVar("R")
 
 
-def list_files(directory: Location) -> list[FileEntry]:
-    """The regular files directly inside ``directory`` (:meth:`.FileIO.list_files`)."""
-    return DEFAULT_IO.list_files(directory)
+def io_for(root: str | os.PathLike[str] | Location, hadoop: Mapping[str, str] | None = None) -> FileIO:
+    """The FileIO that reaches the table at ``root``: local files, or its object store.
+
+    ``hadoop``: a Spark session's Hadoop settings (what the session guard's driver hands over with a
+    request), used before the environment; None: the running session's settings (installed by the
+    package entry, :mod:`icecompat_writer.driver_settings`), else the environment. A local table
+    needs none. Raises :class:`~.uri.UnsupportedSchemeError` for a scheme no store serves.
+    """
+    if isinstance(parse_location(root), ObjectPath):
+        return ObjectStoreFileIO(hadoop)
+    return LocalFileIO()
 
 
-def list_tree(directory: Location) -> list[FileEntry]:
-    """Every file under ``directory``, at any depth (:meth:`.FileIO.list_tree`)."""
-    return DEFAULT_IO.list_tree(directory)
-
-
-def read_bytes(path: Location) -> bytes:
-    """The whole file. Local files must be regular files (:class:`~.local.NotRegularFileError`)."""
-    return DEFAULT_IO.new_input(path).read()
-
-
-def read_tail(path: Location, length: int) -> tuple[bytes, int]:
-    """The last ``length`` bytes (the whole file when shorter) and the file's size: one ranged read."""
-    return DEFAULT_IO.new_input(path).read_tail(length)
-
-
-def read_range(path: Location, offset: int, length: int) -> bytes:
-    """``length`` bytes from ``offset``: one ranged read."""
-    return DEFAULT_IO.new_input(path).read_range(offset, length)
-
-
-def read_parquet_metadata(path: ObjectPath, size: int) -> Any:
-    """The ``FileMetaData`` of a Parquet object whose size a listing gave: one ranged GET, no HEAD."""
-    return DEFAULT_IO.new_input(path, size).parquet_metadata()
-
-
-def file_size(path: Location) -> int:
-    """Size in bytes (``FileNotFoundError`` when missing); for local paths, of a regular file only."""
-    return len(DEFAULT_IO.new_input(path))
-
-
-def mtime_ms(path: Location) -> int:
-    """Last modification time in milliseconds since the epoch (``FileNotFoundError`` when missing)."""
-    return DEFAULT_IO.new_input(path).mtime_ms()
-
-
-def exists(path: Location) -> bool:
-    """Whether a file or directory (a prefix with objects under it) exists at ``path``."""
-    return DEFAULT_IO.new_input(path).exists()
-
-
-def parquet_source(path: Location) -> Any:
-    """What ``pyarrow.parquet.ParquetFile`` opens for ``path``: a checked local path, or the object's
-    bytes in memory (one GET; pyarrow would otherwise issue a ranged GET per column chunk)."""
-    return DEFAULT_IO.new_input(path).parquet_source()
-
-
-def write_bytes(path: Location, data: bytes) -> None:
-    """Write (or replace) a whole file. Local: temporary file + rename; object store: one PUT."""
-    DEFAULT_IO.new_output(path).write(data)
-
-
-def create_if_absent(path: Location, data: bytes) -> bool:
-    """Create ``path`` holding ``data`` only if nothing is there; False (nothing written) when it is
-    (:meth:`.OutputFile.create`)."""
-    return DEFAULT_IO.new_output(path).create(data)
-
-
-def make_directory(path: Location) -> bool:
-    """Make a local directory (:meth:`.FileIO.make_directory`): True when this call made it."""
-    return DEFAULT_IO.make_directory(path)
-
-
-def remove_empty_directory(path: Location) -> bool:
-    """Remove a local directory that holds nothing (:meth:`.FileIO.remove_empty_directory`)."""
-    return DEFAULT_IO.remove_empty_directory(path)
-
-
-def delete_files(paths: Iterable[Location]) -> int:
-    """Delete each file that exists; how many were deleted (:meth:`.FileIO.delete`)."""
-    return DEFAULT_IO.delete(paths)
+def footer_readers(io: FileIO, count: int) -> int:
+    """How many threads :func:`map_bounded` should use to read ``count`` footers through ``io``."""
+    if io.remote:
+        return MAX_PARALLEL_READS
+    return LOCAL_READERS if count > LOCAL_SERIAL_MAX else 1
 
 
 def map_bounded(fn: Callable[[T], R], items: Sequence[T], workers: int = MAX_PARALLEL_READS) -> Iterator[R]:

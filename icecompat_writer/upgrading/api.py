@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.errors import CompatViolation, IcecompatError, TableReadError
 from icecompat_writer.schema import JsonDict
-from icecompat_writer.storage import FileIO
+from icecompat_writer.storage import io_for
 from icecompat_writer.upgrading.plan import FileRewrite, UpgradePlan, plan_upgrade
 from icecompat_writer.writing.target import Target
 
@@ -235,7 +235,7 @@ def upgrade_table(
 
     location = _location(path)
     prof = get_profile(profile)
-    io = FileIO()  # the running session's Hadoop settings, else the environment
+    io = io_for(location)  # the running session's Hadoop settings, else the environment
     if dry_run:
         try:
             return UpgradeResult.from_plan(plan_upgrade(location, prof.name, io=io), dry_run=True)
@@ -308,7 +308,7 @@ def upgrade_table(
         )
 
     try:
-        return transaction.run(spark, location, attempt_upgrade)
+        return transaction.run(spark, location, attempt_upgrade, io=io)
     except CompatViolation as err:
         if not _column_mapping_first(err):
             raise
@@ -321,7 +321,7 @@ def upgrade_table(
     ).collect()
     mapped_at = read_snapshot(location, io=io).version
     log.info("turned column mapping on in %s at version %d before the upgrade", location, mapped_at)
-    result = transaction.run(spark, location, attempt_upgrade)
+    result = transaction.run(spark, location, attempt_upgrade, io=io)
     return replace(result, column_mapping_first=True, column_mapping_version=mapped_at)
 
 

@@ -48,7 +48,7 @@ from icecompat_writer.schema import (
     is_id,
     parse_schema,
 )
-from icecompat_writer.storage import DEFAULT_IO, FileIO
+from icecompat_writer.storage import FileIO, parse_location
 from icecompat_writer.upgrading.generated import volatile_generated_columns
 
 __all__ = [
@@ -148,13 +148,11 @@ class UpgradePlan:
         return None if self.new_table_state else self.previous
 
 
-def iceberg_metadata_files(table_root: str | Path) -> list[str]:
+def iceberg_metadata_files(table_root: str | Path, *, io: FileIO) -> list[str]:
     """Iceberg metadata already written for the table (``metadata/*.metadata.json``), names only."""
-    from icecompat_writer import storage
-
-    folder = storage.parse_location(os.fspath(table_root)) / "metadata"
+    folder = parse_location(os.fspath(table_root)) / "metadata"
     try:
-        return sorted(e.name for e in storage.list_files(folder) if e.name.endswith(".metadata.json"))
+        return sorted(e.name for e in io.list_files(folder) if e.name.endswith(".metadata.json"))
     except (FileNotFoundError, NotADirectoryError):
         return []
 
@@ -165,7 +163,7 @@ def plan_upgrade(
     *,
     version: int | None = None,
     column_mapping_first: bool = False,
-    io: FileIO = DEFAULT_IO,
+    io: FileIO,
 ) -> UpgradePlan:
     """Plan the upgrade of the table at ``table`` (a local path) to ``profile``, at ``version``
     (default: the latest). Reads the log and every live file's footer through ``io``; writes nothing.
@@ -207,7 +205,7 @@ def plan_upgrade(
             planned = plan(prof, restated, snapshot.protocol, None)
         except CompatViolation as again:
             raise _unfixable(again, root, prof.name) from None
-        published = iceberg_metadata_files(root)
+        published = iceberg_metadata_files(root, io=io)
         if published:
             refusal = _iceberg_readers(prof.name, root, published, reasons)
             raise UpgradeRefused([refusal], f"(upgrading {root})")

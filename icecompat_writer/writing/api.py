@@ -34,7 +34,7 @@ from icecompat_writer.evidence.footers import file_facts
 from icecompat_writer.iceberg.sync import CATALOG_CONF, IcebergSync, sync_after_commit, sync_requested
 from icecompat_writer.planning import Change, Plan, judge, plan
 from icecompat_writer.schema import JsonDict, JsonObject, parse_schema
-from icecompat_writer.storage import FileIO
+from icecompat_writer.storage import FileIO, io_for
 from icecompat_writer.writing import transaction
 from icecompat_writer.writing.compose import (
     OVERWRITE_MODES,
@@ -264,10 +264,10 @@ def compat_write(
         bridge.activate_writer_features(spark)
     tgt = parse_target(target)
     location, registered = _resolve_location(spark, tgt)
-    io = FileIO()  # the session's Hadoop settings (the running session), else the environment
+    io = io_for(location)  # the running session's Hadoop settings, else the environment
     write = _Write(spark, df, req, tgt, location, registered, io)
-    created = transaction.missing_ancestor(location)
-    result: WriteResult = transaction.run(spark, location, write.attempt, created=created)
+    created = transaction.missing_ancestor(location, io=io)
+    result: WriteResult = transaction.run(spark, location, write.attempt, created=created, io=io)
     if result.version is not None:
         identifier = _catalog_identifier(spark, tgt)
         result = _sync_iceberg(spark, result, write.committed_configuration, identifier, io)

@@ -53,15 +53,23 @@ class Attempt:
     """One attempt of a transaction: its pending JVM transaction and the files it added.
 
     ``created`` is the outermost local directory that did not exist before the transaction (None
-    elsewhere): an abort of a new table removes it again when it holds no file.
+    elsewhere): an abort of a new table removes it again when it holds no file. ``io`` reaches the
+    table's files: every listing, read and deletion of the attempt goes through it.
     """
 
     def __init__(
-        self, spark: SparkSession, location: str, number: int, created: storage.Location | None
+        self,
+        spark: SparkSession,
+        location: str,
+        number: int,
+        created: storage.Location | None,
+        *,
+        io: storage.FileIO,
     ) -> None:
         from icecompat_writer.jvm import bridge  # pyspark and py4j, loaded only when a write runs
 
         self.location = location
+        self.io = io
         self.number = number
         self.created = created
         self.pending = bridge.PendingWrite(spark, location)
@@ -96,7 +104,7 @@ class Attempt:
         try:
             return fn()
         except BaseException:
-            self.stray = _written_since(self.location, started_ms, self.read_version)
+            self.stray = _written_since(self.location, started_ms, self.read_version, self.io)
             raise
 
     def release(self) -> None:
@@ -117,8 +125,8 @@ class Attempt:
         deleted = 0
         stray = self._stray()
         try:
-            deleted += _delete_added(self.location, [a.path for a in self.added])
-            deleted += storage.delete_files(stray)
+            deleted += _delete_added(self.location, [a.path for a in self.added], self.io)
+            deleted += self.io.delete(stray)
         except Exception as e:  # the JVM's abort below deletes them too: never hide the first error
             log.warning(
                 "could not delete the files of %s from Python (%s); Delta's abort deletes them",
@@ -127,9 +135,8 @@ class Attempt:
             )
         finally:
             deleted += int(self.pending.abort())
-            _remove_empty_dirs(
-                self.location, [a.path for a in self.added], None if keep_root else self.created, stray
-            )
+            added = [a.path for a in self.added]
+            _remove_empty_dirs(self.location, added, None if keep_root else self.created, stray, self.io)
         return deleted
 
     def _stray(self) -> list[storage.Location]:
@@ -139,7 +146,7 @@ class Attempt:
         if not self.stray:
             return []
         try:
-            newer = [v for v in list_versions(self.location) if v > self.read_version]
+            newer = [v for v in list_versions(self.location, io=self.io) if v > self.read_version]
         except IcecompatError:
             newer = []
         if newer:
@@ -168,7 +175,8 @@ class Attempt:
                 raise
             raise _Retry from err
         except IcecompatError:
-            landed = landed_version(self.location, self.read_version, {a.path for a in self.added})
+            added = {a.path for a in self.added}
+            landed = landed_version(self.location, self.read_version, added, io=self.io)
             if landed is None:
                 raise  # run() aborts
             version = landed
@@ -182,15 +190,16 @@ def run(
     body: Callable[[Attempt], T],
     *,
     created: storage.Location | None = None,
+    io: storage.FileIO,
 ) -> T:
     """Run ``body`` once per attempt until it returns, at most :data:`MAX_ATTEMPTS` attempts.
 
     ``body`` reads the attempt's snapshot, plans, writes (``attempt.track``), verifies and ends with
     ``attempt.commit``; an attempt that returns without committing is released (it wrote nothing it
-    keeps). Whatever ``body`` raises aborts the attempt first.
+    keeps). Whatever ``body`` raises aborts the attempt first. ``io``: the table's FileIO.
     """
     for number in range(1, MAX_ATTEMPTS + 1):
-        attempt = Attempt(spark, location, number, created)
+        attempt = Attempt(spark, location, number, created, io=io)
         try:
             result = body(attempt)
             attempt.release()
@@ -205,30 +214,32 @@ def run(
     )
 
 
-def landed_version(location: str, after_version: int, added_paths: set[str]) -> int | None:
+def landed_version(
+    location: str, after_version: int, added_paths: set[str], *, io: storage.FileIO
+) -> int | None:
     """The version that holds this write's files, if an earlier commit of it did land."""
     try:
-        versions = [v for v in list_versions(location) if v > after_version]
+        versions = [v for v in list_versions(location, io=io) if v > after_version]
     except IcecompatError:
         return None
     for v in versions:
-        paths = {a["add"]["path"] for a in read_commit(location, v) if "add" in a}
+        paths = {a["add"]["path"] for a in read_commit(location, v, io=io) if "add" in a}
         if added_paths and added_paths <= paths:
             return v
     return None
 
 
-def missing_ancestor(location: str) -> storage.Location | None:
+def missing_ancestor(location: str, *, io: storage.FileIO) -> storage.Location | None:
     """The outermost directory of ``location`` that does not exist yet (None: it exists, or the store
     has no directories). A refused write removes it again when it holds no file."""
     try:
         root = table_root_path(location)
     except IcecompatError:
         return None
-    return storage.DEFAULT_IO.missing_ancestor(root)
+    return io.missing_ancestor(root)
 
 
-def _delete_added(location: str, added_paths: Sequence[str]) -> int:
+def _delete_added(location: str, added_paths: Sequence[str], io: storage.FileIO) -> int:
     """Delete the data files of ``added_paths`` through the storage layer (inside the root only)."""
     if not added_paths:
         return 0
@@ -237,7 +248,7 @@ def _delete_added(location: str, added_paths: Sequence[str]) -> int:
     except IcecompatError:
         return 0
     targets = [t for t in (resolve_data_path(root, p) for p in added_paths) if t is not None]
-    return storage.delete_files(targets)
+    return io.delete(targets)
 
 
 # How far before a failed call's start a file's modification time may lie and still count as the
@@ -247,7 +258,9 @@ CLOCK_SLACK_MS = 2_000
 RECENT_COMMITS_READ = 100
 
 
-def _written_since(location: str, started_ms: int, read_version: int) -> list[storage.Location]:
+def _written_since(
+    location: str, started_ms: int, read_version: int, io: storage.FileIO
+) -> list[storage.Location]:
     """The files a failed write call left: every file under the table root, outside its Delta log and
     its Iceberg ``metadata/``, modified since ``started_ms`` (less the clock slack), and referenced by
     none of the commits that landed within that slack up to ``read_version`` (a file committed just
@@ -256,7 +269,7 @@ def _written_since(location: str, started_ms: int, read_version: int) -> list[st
     since = started_ms - CLOCK_SLACK_MS
     try:
         root = table_root_path(location)
-        entries = storage.list_tree(root)
+        entries = io.list_tree(root)
     except (FileNotFoundError, NotADirectoryError):
         return []
     except (IcecompatError, OSError) as e:
@@ -274,9 +287,9 @@ def _written_since(location: str, started_ms: int, read_version: int) -> list[st
     for version in range(read_version, max(-1, read_version - RECENT_COMMITS_READ), -1):
         commit = root / "_delta_log" / commit_file_name(version)
         try:
-            if storage.mtime_ms(commit) < since:
+            if io.new_input(commit).mtime_ms() < since:
                 break
-            actions = read_commit(root, version)
+            actions = read_commit(root, version, io=io)
         except (IcecompatError, OSError) as e:
             log.debug("cannot read commit %d of %s (%s): nothing deleted", version, location, e)
             return []
@@ -297,7 +310,8 @@ def _remove_empty_dirs(
     location: str,
     added_paths: Sequence[str],
     created: storage.Location | None,
-    stray: Sequence[storage.Location] = (),
+    stray: Sequence[storage.Location],
+    io: storage.FileIO,
 ) -> None:
     """After an abort: remove the directories the aborted write made and left empty.
 
@@ -311,7 +325,6 @@ def _remove_empty_dirs(
         root = table_root_path(location)
     except IcecompatError:
         return
-    io = storage.DEFAULT_IO
     files = [t for t in (resolve_data_path(root, p) for p in added_paths) if t is not None]
     files.extend(stray)
     # a new table that no other writer has committed to meanwhile: every directory is this write's

@@ -37,6 +37,7 @@ from icecompat_writer.planning import UnknownProfileError
 from icecompat_writer.rules.catalog import CATALOG, RULES_BY_ID
 from icecompat_writer.rules.kinds import KINDS
 from icecompat_writer.rules.model import Finding
+from icecompat_writer.storage import io_for
 from tests import support
 from tests.cli.synthetic import build_table, stats, write_data_file
 from tests.deltalog import logbuilder as lb
@@ -442,7 +443,7 @@ def test_the_checkers_claims_are_exactly_what_file_facts_builds() -> None:
     )
     bare = AddFile.from_json({"path": "g.parquet"})
     for add in (full, bare):
-        assert _claims(add) == file_facts("/nowhere", add, read_footer=False)
+        assert _claims(add) == file_facts("/nowhere", add, read_footer=False, io=io_for("/nowhere"))
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -509,7 +510,7 @@ def test_check_table_finds_what_validating_every_files_claims_finds(
     ]
     build_table(tmp_path, "v3", files=4, extra_adds=extra)
     report = check_table(tmp_path, profile, files=files)
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     everything = validate(profile, snap.metadata, snap.protocol, files=[_claims(a) for a in snap.add_files])
     if files == "none":  # no footer read: the claims are all the file rules see
         assert list(report.violations) == everything

@@ -20,6 +20,7 @@ from icecompat_writer.checking.check import check_table
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.evidence import footers
 from icecompat_writer.evidence.footers import TAIL_BYTES
+from icecompat_writer.storage import io_for
 from tests.checking.test_check import codes_of, rows_of
 from tests.cli.synthetic import build_table, stats, write_data_file
 from tests.deltalog import logbuilder as lb
@@ -144,7 +145,7 @@ def test_a_footer_longer_than_the_tail_read_costs_exactly_one_more_ranged_read(
     loc = storage.parse_location(f"s3://{bucket}/w/wide.parquet")
     assert isinstance(loc, storage.ObjectPath)
     mark = s3_env.request_mark()
-    footer, size = read_object_footer(loc)
+    footer, size = read_object_footer(loc, io=io_for(loc))
     gets = [r for r in s3_env.requests_since(mark) if r[0] == "GET"]
     assert footer.num_rows == 1 and len(footer.fields) == 1500
     assert size == (tmp_path / "wide.parquet").stat().st_size
@@ -168,7 +169,7 @@ def test_check_table_reads_through_the_fileio_it_is_given(
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:1")
     storage.clear_cache()
     hadoop = {k.removeprefix("spark.hadoop."): v for k, v in store.server.spark_conf().items()}
-    io = storage.FileIO(hadoop=hadoop)
+    io = storage.io_for(uri, hadoop)
     report = check_table(uri, "v3", io=io)
     assert report.compliant and (report.files_total, report.files_checked) == (2, 2)
     assert read_snapshot(uri, io=io).io is io  # the snapshot keeps it for what reads the files next

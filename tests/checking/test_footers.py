@@ -17,6 +17,7 @@ from icecompat_writer.deltalog import AddFile, read_snapshot
 from icecompat_writer.errors import TableReadError
 from icecompat_writer.evidence.footers import FooterReadError, decode_footer, file_facts, read_footer
 from icecompat_writer.facts import ParquetField, ParquetFooter
+from icecompat_writer.storage import io_for
 
 FID = b"PARQUET:field_id"
 
@@ -71,7 +72,9 @@ def shape(f: ParquetField) -> tuple:
 
 
 def test_pyarrow_file_tree_mirrors_parquet_structure_with_all_ids(tmp_path: Path) -> None:
-    footer = read_footer(write_nested(tmp_path / "n.parquet"))
+    footer = read_footer(
+        write_nested(tmp_path / "n.parquet"), io=io_for(write_nested(tmp_path / "n.parquet"))
+    )
     assert isinstance(footer, ParquetFooter)
     assert footer.num_rows == 2
     assert footer.created_by is not None and footer.created_by.startswith("parquet-cpp-arrow")
@@ -173,7 +176,7 @@ def test_field_ids_agree_with_pyarrow_arrow_schema(tmp_path: Path) -> None:
     for field in arrow_schema:
         want.update(_arrow_ids(field))
     got: dict[str, int] = {}
-    for f in read_footer(path).fields:
+    for f in read_footer(path, io=io_for(path)).fields:
         got.update(_tree_ids(f))
     assert got == want
     assert len(got) == 10
@@ -181,7 +184,7 @@ def test_field_ids_agree_with_pyarrow_arrow_schema(tmp_path: Path) -> None:
 
 def test_int96_timestamps(tmp_path: Path) -> None:
     path = write_nested(tmp_path / "i96.parquet", use_deprecated_int96_timestamps=True)
-    ts = read_footer(path).field("ts")
+    ts = read_footer(path, io=io_for(path)).field("ts")
     assert ts is not None
     assert (ts.physical_type, ts.logical_type, ts.field_id) == ("INT96", None, 9)
 
@@ -196,7 +199,7 @@ def test_no_data_is_read(tmp_path: Path) -> None:
     path.write_bytes(bytes(data))
     with pytest.raises((OSError, pa.ArrowException)):
         pq.read_table(path)
-    assert read_footer(path).num_rows == 2
+    assert read_footer(path, io=io_for(path)).num_rows == 2
 
 
 # --- hand-made footers: legacy lists and ids on repeated groups ---------------------------------
@@ -301,7 +304,7 @@ def test_legacy_two_level_lists_and_ids_on_repeated_groups(tmp_path: Path) -> No
             element("value", type_=INT32, field_id=9),
         ],
     )
-    footer = read_footer(path)
+    footer = read_footer(path, io=io_for(path))
     assert footer.num_rows == 0
     assert [shape(f) for f in footer.fields] == [
         ("a", 1, None, "OPTIONAL", "LIST", (("array", 2, "INT32", "REPEATED", None, ()),)),
@@ -345,7 +348,7 @@ def test_footer_bytes_decode_to_what_the_file_reader_reads(tmp_path: Path) -> No
     data = path.read_bytes()
     (length,) = struct.unpack("<I", data[-8:-4])
     from_bytes = decode_footer(data[-8 - length : -8], "sent/n.parquet")
-    from_file = read_footer(path)
+    from_file = read_footer(path, io=io_for(path))
     assert from_bytes == from_file
     assert [shape(f) for f in from_bytes.fields] == [shape(f) for f in from_file.fields]
     with pytest.raises(FooterReadError) as info:
@@ -358,7 +361,7 @@ def test_footer_bytes_decode_to_what_the_file_reader_reads(tmp_path: Path) -> No
 
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(FooterReadError, match="does not exist") as info:
-        read_footer(tmp_path / "nope.parquet")
+        read_footer(tmp_path / "nope.parquet", io=io_for(tmp_path / "nope.parquet"))
     assert isinstance(info.value, TableReadError)
     assert info.value.path == str(tmp_path / "nope.parquet")
 
@@ -366,13 +369,13 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_empty_file(tmp_path: Path) -> None:
     (tmp_path / "e.parquet").write_bytes(b"")
     with pytest.raises(FooterReadError, match="too small"):
-        read_footer(tmp_path / "e.parquet")
+        read_footer(tmp_path / "e.parquet", io=io_for(tmp_path / "e.parquet"))
 
 
 def test_not_parquet(tmp_path: Path) -> None:
     (tmp_path / "t.parquet").write_text("id,name\n1,a\n" * 10)
     with pytest.raises(FooterReadError, match="no Parquet magic"):
-        read_footer(tmp_path / "t.parquet")
+        read_footer(tmp_path / "t.parquet", io=io_for(tmp_path / "t.parquet"))
 
 
 @pytest.mark.parametrize("cut", [1, 8, 200])
@@ -380,37 +383,37 @@ def test_truncated_file(tmp_path: Path, cut: int) -> None:
     path = write_nested(tmp_path / "n.parquet")
     path.write_bytes(path.read_bytes()[:-cut])
     with pytest.raises(FooterReadError):
-        read_footer(path)
+        read_footer(path, io=io_for(path))
 
 
 def test_footer_length_beyond_the_file(tmp_path: Path) -> None:
     (tmp_path / "x.parquet").write_bytes(b"PAR1" + b"\x00" * 8 + struct.pack("<I", 10_000) + b"PAR1")
     with pytest.raises(FooterReadError, match="does not fit"):
-        read_footer(tmp_path / "x.parquet")
+        read_footer(tmp_path / "x.parquet", io=io_for(tmp_path / "x.parquet"))
 
 
 def test_garbage_footer_with_valid_magic(tmp_path: Path) -> None:
     junk = bytes(range(7, 247))
     (tmp_path / "x.parquet").write_bytes(b"PAR1" + junk + struct.pack("<I", len(junk)) + b"PAR1")
     with pytest.raises(FooterReadError):
-        read_footer(tmp_path / "x.parquet")
+        read_footer(tmp_path / "x.parquet", io=io_for(tmp_path / "x.parquet"))
 
 
 def test_encrypted_footer(tmp_path: Path) -> None:
     (tmp_path / "x.parquet").write_bytes(b"PARE" + b"\x00" * 40 + struct.pack("<I", 20) + b"PARE")
     with pytest.raises(FooterReadError, match="encrypted"):
-        read_footer(tmp_path / "x.parquet")
+        read_footer(tmp_path / "x.parquet", io=io_for(tmp_path / "x.parquet"))
 
 
 def test_directory(tmp_path: Path) -> None:
     with pytest.raises(FooterReadError):
-        read_footer(tmp_path)
+        read_footer(tmp_path, io=io_for(tmp_path))
 
 
 def test_named_pipe_is_never_opened(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "x.parquet")
     with pytest.raises(FooterReadError, match="named pipe"):
-        read_footer(tmp_path / "x.parquet")
+        read_footer(tmp_path / "x.parquet", io=io_for(tmp_path / "x.parquet"))
 
 
 # Footers whose FileMetaData field 1 is a container the decoder walks to reach field 2 (the schema).
@@ -426,7 +429,7 @@ def test_named_pipe_is_never_opened(tmp_path: Path) -> None:
 def test_forged_container_counts_are_footer_errors(tmp_path: Path, footer: bytes, reason: str) -> None:
     (tmp_path / "x.parquet").write_bytes(b"PAR1" + footer + struct.pack("<I", len(footer)) + b"PAR1")
     with pytest.raises(FooterReadError, match=reason):
-        read_footer(tmp_path / "x.parquet")
+        read_footer(tmp_path / "x.parquet", io=io_for(tmp_path / "x.parquet"))
 
 
 def test_booleans_in_a_map_take_a_byte_each(tmp_path: Path) -> None:
@@ -434,7 +437,7 @@ def test_booleans_in_a_map_take_a_byte_each(tmp_path: Path) -> None:
     footer = b"\x1b\x01\x11\x01\x02\x00"
     (tmp_path / "x.parquet").write_bytes(b"PAR1" + footer + struct.pack("<I", len(footer)) + b"PAR1")
     with pytest.raises(FooterReadError, match="has no schema"):
-        read_footer(tmp_path / "x.parquet")
+        read_footer(tmp_path / "x.parquet", io=io_for(tmp_path / "x.parquet"))
 
 
 # --- file_facts ----------------------------------------------------------------------------------
@@ -513,11 +516,11 @@ def table(tmp_path: Path) -> Path:
 
 
 def _adds(root: Path) -> dict[str, AddFile]:
-    return {a.path: a for a in read_snapshot(root).add_files}
+    return {a.path: a for a in read_snapshot(root, io=io_for(root)).add_files}
 
 
 def test_file_facts_for_a_good_file(table: Path) -> None:
-    facts = file_facts(table, _adds(table)["p=a%20b/good.parquet"])
+    facts = file_facts(table, _adds(table)["p=a%20b/good.parquet"], io=io_for(table))
     assert facts.path == "p=a%20b/good.parquet"
     assert dict(facts.partition_values) == {"p": "a b"}
     assert (facts.num_records, facts.has_stats, facts.base_row_id, facts.default_row_commit_version) == (
@@ -533,18 +536,20 @@ def test_file_facts_for_a_good_file(table: Path) -> None:
 
 def test_file_facts_errors_are_per_file(table: Path) -> None:
     adds = _adds(table)
-    bad = file_facts(table, adds["bad.parquet"])
+    bad = file_facts(table, adds["bad.parquet"], io=io_for(table))
     assert bad.footer is None and bad.footer_error is not None and "Parquet magic" in bad.footer_error
     assert (bad.has_stats, bad.num_records, bad.has_deletion_vector) == (False, None, False)
-    outside = file_facts(table, adds["../outside.parquet"])
+    outside = file_facts(table, adds["../outside.parquet"], io=io_for(table))
     assert outside.footer is None and outside.footer_error is not None
     assert "outside the table root" in outside.footer_error
-    gone = file_facts(table, adds["gone.parquet"])
+    gone = file_facts(table, adds["gone.parquet"], io=io_for(table))
     assert gone.footer_error is not None and "does not exist" in gone.footer_error
 
 
 def test_file_facts_without_footer(table: Path) -> None:
-    facts = file_facts(str(table), _adds(table)["p=a%20b/good.parquet"], read_footer=False)
+    facts = file_facts(
+        str(table), _adds(table)["p=a%20b/good.parquet"], read_footer=False, io=io_for(str(table))
+    )
     assert (facts.footer, facts.footer_error, facts.num_records) == (None, None, 2)
 
 
@@ -570,7 +575,7 @@ def session_conf(spark: Any) -> Iterator[Any]:
 
 
 def _data_files(root: Path) -> list[Path]:
-    snap = read_snapshot(root)
+    snap = read_snapshot(root, io=io_for(root))
     out = [snap.data_path(a) for a in snap.add_files]
     assert all(p is not None for p in out)
     return [p for p in out if p is not None]
@@ -610,9 +615,9 @@ def test_delta_spark_id_mode_with_iceberg_compat_writes_nested_ids(spark: Any, t
         f"INSERT INTO delta.`{root}` VALUES "
         "(1, named_struct('a', 1), array(named_struct('q', 1)), map('k', array(1L)))"
     )
-    ids = _schema_ids(read_snapshot(root).metadata.schema_string)
+    ids = _schema_ids(read_snapshot(root, io=io_for(root)).metadata.schema_string)
     (path,) = _data_files(root)
-    footer = read_footer(path)
+    footer = read_footer(path, io=io_for(path))
     top = {f.name: f for f in footer.fields}
     assert set(top) == {name for name in ids if name in top} and len(top) == 4
     for name, f in top.items():
@@ -640,9 +645,9 @@ def test_delta_spark_name_mode_ids_only_on_struct_fields(spark: Any, tmp_path: P
         "TBLPROPERTIES ('delta.columnMapping.mode'='name')"
     )
     spark.sql(f"INSERT INTO delta.`{root}` VALUES (1, array(1), map('k', 1))")
-    ids = _schema_ids(read_snapshot(root).metadata.schema_string)
+    ids = _schema_ids(read_snapshot(root, io=io_for(root)).metadata.schema_string)
     (path,) = _data_files(root)
-    footer = read_footer(path)
+    footer = read_footer(path, io=io_for(path))
     assert {f.name: f.field_id for f in footer.fields} == {name: v[0] for name, v in ids.items()}
     arr = next(f for f in footer.fields if f.logical_type == "LIST")
     m = next(f for f in footer.fields if f.logical_type == "MAP")
@@ -663,7 +668,7 @@ def test_delta_spark_int96_and_legacy_format(spark: Any, session_conf: Any, tmp_
         f"INSERT INTO delta.`{root}` VALUES (1, TIMESTAMP'2024-01-01 00:00:00', array(1), map('k', 1), 1.5)"
     )
     (path,) = _data_files(root)
-    footer = read_footer(path)
+    footer = read_footer(path, io=io_for(path))
     assert footer.num_rows == 1
     assert footer.created_by is not None and "parquet-mr" in footer.created_by
     assert "org.apache.spark.version" in footer.key_value_metadata

@@ -17,6 +17,7 @@ from icecompat_writer.checking.check import check_table
 from icecompat_writer.errors import CompatViolation
 from icecompat_writer.iceberg import write_iceberg_metadata
 from icecompat_writer.iceberg.catalogs import sync_catalog
+from icecompat_writer.storage import io_for
 from icecompat_writer.upgrading import upgrade_table
 from tests import support
 from tests.iceberg._support import duckdb_connect, latest_metadata, normalise, spark_rows, static_table
@@ -96,5 +97,5 @@ def upgrade_end_to_end(
     assert normalise(scanned.fetch_arrow_table(), columns) == expected
     catalog = rest()
     identifier = f"foreign.{root.name}_{profile.replace('-', '_')}"
-    sync_catalog("rest", identifier, str(latest_metadata(root)))
+    sync_catalog("rest", identifier, str(latest_metadata(root)), io=io_for(str(latest_metadata(root))))
     assert normalise(catalog.load_table(identifier).scan().to_arrow(), columns) == expected

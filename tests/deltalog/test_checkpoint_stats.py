@@ -24,6 +24,7 @@ from icecompat_writer.checking.check import NUM_RECORDS_FROM_FOOTERS, check_tabl
 from icecompat_writer.deltalog import FindingCode, read_snapshot
 from icecompat_writer.deltalog.parsed import render_partition_values, render_stats
 from icecompat_writer.deltalog.readers import COLUMNAR_MIN_LINES
+from icecompat_writer.storage import io_for
 from tests.deltalog import logbuilder as lb
 
 
@@ -188,7 +189,7 @@ def build(root: Path, *, stats_struct: bool, keep_commit: bool) -> None:
 @pytest.mark.parametrize("keep_commit", [True, False], ids=["with commit", "commit cleaned up"])
 def test_stats_and_partition_values_are_rendered_from_the_structs(tmp_path: Path, keep_commit: bool) -> None:
     build(tmp_path, stats_struct=True, keep_commit=keep_commit)
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert snap.checkpoint_version == 0 and snap.findings == ()
     by_path = {a.path: a for a in snap.add_files}
     for path, stats, parsed, p in FILES:
@@ -201,7 +202,7 @@ def test_stats_and_partition_values_are_rendered_from_the_structs(tmp_path: Path
 
 def test_stats_dropped_by_the_checkpoint_are_taken_from_the_commits(tmp_path: Path) -> None:
     build(tmp_path, stats_struct=False, keep_commit=True)
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert [f.code for f in snap.findings] == [FindingCode.STATS_FROM_COMMITS]
     assert "no statistics for 2 live file(s)" in snap.findings[0].message
     for add, (_, stats, parsed, _) in zip(snap.add_files, FILES, strict=True):
@@ -215,7 +216,7 @@ def test_stats_dropped_by_the_checkpoint_are_taken_from_the_commits(tmp_path: Pa
 
 def test_counts_lost_with_the_commits_come_from_the_footers(tmp_path: Path) -> None:
     build(tmp_path, stats_struct=False, keep_commit=False)
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert snap.findings == ()
     assert [a.num_records for a in snap.add_files] == [None, None]
     assert snap.stats_lost == {path for path, *_ in FILES}
@@ -240,7 +241,7 @@ def test_a_commit_that_wrote_no_stats_is_not_excused_by_the_footer(tmp_path: Pat
     for line in lines:
         line.get("add", {}).pop("stats", None)
     commit.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert snap.stats_lost == frozenset() and [a.num_records for a in snap.add_files] == [None, None]
     report = check_table(tmp_path, "v3", files="all")
     flagged = sorted(v.values["file"] for v in report.violations if v.rule == "ICV3-NUM-RECORDS")
@@ -294,7 +295,7 @@ def test_stats_parsed_in_a_json_v2_checkpoint_is_read(tmp_path: Path, copies: in
         p.unlink()
     lb.LogBuilder(tmp_path).v2_checkpoint(0, non_file, adds, file_format="json")
     commit.unlink()
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert snap.findings == () and snap.stats_lost == frozenset()
     assert len(snap.add_files) == 2 * copies
     for add in snap.add_files:

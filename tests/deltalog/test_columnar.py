@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from icecompat_writer.deltalog import LiveFiles, read_snapshot, readers
 from icecompat_writer.deltalog.columnar import FILE_ACTIONS_SCHEMA, line_dv_key, line_rows, reconcile
 from icecompat_writer.deltalog.paths import resolve_data_path_text
-from icecompat_writer.storage import DEFAULT_IO
+from icecompat_writer.storage import io_for
 
 from . import logbuilder as lb
 from .test_replay_model import histories, write_history
@@ -52,7 +52,7 @@ def reading(mode: str) -> Iterator[None]:
 
 def view(root: Path, version: int | None = None) -> dict[str, Any]:
     """Everything a snapshot says, with map items in iteration order."""
-    snap = read_snapshot(root, version)
+    snap = read_snapshot(root, version, io=io_for(root))
     return {
         "version": snap.version,
         "protocol": snap.protocol,
@@ -275,7 +275,7 @@ def test_partitioned_json_lines_read_the_same_both_ways(tmp_path: Path, case: st
 def test_the_columnar_path_is_taken_for_ordinary_lines(tmp_path: Path) -> None:
     _table(tmp_path, [b'{"remove":{"path":"f3.parquet"}}\n'])
     with reading("columnar"):
-        read = readers.read_json_actions(tmp_path / "_delta_log" / f"{1:020d}.json", "x", io=DEFAULT_IO)
+        read = readers.read_json_actions(tmp_path / "_delta_log" / f"{1:020d}.json", "x", io=io_for(tmp_path))
     assert read.files is not None and read.files.num_rows == MANY + 1
     assert read.actions == [] and read.findings == []
 
@@ -283,7 +283,7 @@ def test_the_columnar_path_is_taken_for_ordinary_lines(tmp_path: Path) -> None:
 def test_a_damaged_line_sends_the_file_down_the_line_path(tmp_path: Path) -> None:
     _table(tmp_path, ODD_LINES["corrupt"])
     with reading("columnar"):
-        read = readers.read_json_actions(tmp_path / "_delta_log" / f"{1:020d}.json", "x", io=DEFAULT_IO)
+        read = readers.read_json_actions(tmp_path / "_delta_log" / f"{1:020d}.json", "x", io=io_for(tmp_path))
     assert read.files is None
     assert [f.line for f in read.findings] == [MANY // 2 + 1]
 
@@ -488,16 +488,16 @@ def test_live_files_is_a_sequence_of_the_add_files(tmp_path: Path) -> None:
     rows[4] = _row(4, path="../up.parquet")
     rows[5] = _row(5, stats='{"numRecords":"x"}')
     _checkpoint(tmp_path, lb.ADD_TYPE, rows)
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     files = snap.files
     assert isinstance(files, LiveFiles)
-    fresh = read_snapshot(tmp_path).files
+    fresh = read_snapshot(tmp_path, io=io_for(tmp_path)).files
     singles = [fresh[i] for i in range(len(fresh))]
     assert tuple(singles) == snap.add_files == tuple(files) == files[:]
     assert files[-1] == singles[-1] and len(files) == len(snap.add_files)
     with pytest.raises(IndexError):
         files[len(files)]
-    assert read_snapshot(tmp_path).files.get_many([5, 1]) == [singles[5], singles[1]]
+    assert read_snapshot(tmp_path, io=io_for(tmp_path)).files.get_many([5, 1]) == [singles[5], singles[1]]
     adds = snap.add_files
     assert files.missing_num_records() == [i for i, a in enumerate(adds) if a.num_records is None]
     assert files.with_deletion_vectors() == [i for i, a in enumerate(adds) if a.deletion_vector is not None]
@@ -513,7 +513,7 @@ def test_live_files_is_a_sequence_of_the_add_files(tmp_path: Path) -> None:
         )
     ]
     assert files.outside_root() == outside and len(outside) == 2
-    assert files == read_snapshot(tmp_path).files
+    assert files == read_snapshot(tmp_path, io=io_for(tmp_path)).files
     assert repr(files) == f"LiveFiles({len(files)} files)"
 
 
@@ -528,7 +528,7 @@ def test_malformed_live_raw_add_is_left_out_and_indices_stay_right(tmp_path: Pat
     snap = both(tmp_path)
     paths = [a.path for a, _, _ in snap["files"]]
     assert paths == ["f0.parquet", "f1.parquet", "f2.parquet", "../out.parquet", "nostats.parquet"]
-    files = read_snapshot(tmp_path).files
+    files = read_snapshot(tmp_path, io=io_for(tmp_path)).files
     assert files.outside_root() == [3]
     assert files.missing_num_records() == [3, 4]
     assert [f.code.value for f in snap["findings"]] == ["invalid_action", "path_outside_table"]

@@ -27,6 +27,7 @@ from icecompat_writer.deltalog.deletion_vectors import (
     z85_encode,
 )
 from icecompat_writer.deltalog.files import DeletionVectorDescriptor
+from icecompat_writer.storage import io_for
 
 
 def portable_bitmap(positions: list[int], *, run_optimize: bool = False) -> bytes:
@@ -91,7 +92,7 @@ def test_z85_round_trip_and_protocol_example() -> None:
 def test_inline_dv_gets_length_prefix_and_crc() -> None:
     data = dv_data([3, 4, 7, 11, 18, 29])
     dv = DeletionVectorDescriptor("i", z85_encode(data), len(data), 6)
-    got = read_deletion_vectors(Path("/nonexistent"), [("f.parquet", dv)])
+    got = read_deletion_vectors(Path("/nonexistent"), [("f.parquet", dv)], io=io_for(Path("/nonexistent")))
     assert got.problems == ()
     blob = got.vectors["f.parquet"].blob
     assert blob == framed(data)  # exactly the on-disk framing
@@ -103,7 +104,7 @@ def test_inline_example_of_the_protocol_is_the_other_bitmap_format() -> None:
     # PROTOCOL.md "JSON Example 3" is serialized with magic 1681511376 (big-endian fields), not the
     # portable format the protocol's "Deletion Vector Format" and Iceberg describe: refused, named.
     dv = DeletionVectorDescriptor("i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 40, 6)
-    got = read_deletion_vectors(Path("/nonexistent"), [("f.parquet", dv)])
+    got = read_deletion_vectors(Path("/nonexistent"), [("f.parquet", dv)], io=io_for(Path("/nonexistent")))
     assert got.vectors == {}
     assert [p.kind for p in got.problems] == ["unreadable"]
     assert "1681511376" in got.problems[0].message
@@ -117,7 +118,7 @@ def test_uuid_path_with_prefix_and_many_dvs_in_one_file_read_once(tmp_path: Path
     items = [
         (f"f{i}.parquet", u_descriptor(dv_uuid, "ab", offsets[i], datas[i], len(sets[i]))) for i in range(3)
     ]
-    got = read_deletion_vectors(tmp_path, items)
+    got = read_deletion_vectors(tmp_path, items, io=io_for(tmp_path))
     assert got.problems == ()
     assert (got.files_read, got.requests) == (1, 1)
     content = (tmp_path / "ab" / f"deletion_vector_{dv_uuid}.bin").read_bytes()
@@ -134,10 +135,10 @@ def test_absolute_path_and_location_rules(tmp_path: Path) -> None:
     (offset,) = write_dv_file(path, [data])
     dv = DeletionVectorDescriptor("p", f"file:{path}", len(data), 1, offset)
     assert dv_location(tmp_path, dv) == path
-    got = read_deletion_vectors(tmp_path, [("f.parquet", dv)])
+    got = read_deletion_vectors(tmp_path, [("f.parquet", dv)], io=io_for(tmp_path))
     assert positions_of(got.vectors["f.parquet"].blob) == [4]
     outside = DeletionVectorDescriptor("p", "file:/etc/passwd", 10, 1, 0)
-    bad = read_deletion_vectors(tmp_path, [("g.parquet", outside)])
+    bad = read_deletion_vectors(tmp_path, [("g.parquet", outside)], io=io_for(tmp_path))
     assert bad.vectors == {}
     assert [p.kind for p in bad.problems] == ["unreadable"]
     assert "outside the table root" in bad.problems[0].message
@@ -167,7 +168,7 @@ def test_damaged_dvs_are_problems_naming_their_data_file(tmp_path: Path) -> None
         ("huge.parquet", DeletionVectorDescriptor("u", z85_encode(dv_uuid.bytes), 1 << 40, 3, 1)),
         ("negative.parquet", DeletionVectorDescriptor("u", z85_encode(dv_uuid.bytes), 10, 3, -4)),
     ]
-    got = read_deletion_vectors(tmp_path, items)
+    got = read_deletion_vectors(tmp_path, items, io=io_for(tmp_path))
     assert got.vectors == {}
     problems = {p.data_path: p for p in got.problems}
     assert problems["card.parquet"].kind == "cardinality"
@@ -208,12 +209,12 @@ def test_dvs_on_an_object_store_are_read_with_one_ranged_read_per_file(s3_env: A
     for d in datas:
         offsets.append(len(content))
         content += framed(d)
-    storage.write_bytes(root / "xy" / f"deletion_vector_{dv_uuid}.bin", content)
+    storage.io_for(root).new_output(root / "xy" / f"deletion_vector_{dv_uuid}.bin").write(content)
     items = [
         (f"f{i}.parquet", u_descriptor(dv_uuid, "xy", offsets[i], datas[i], len(sets[i]))) for i in range(3)
     ]
     items.append(("gone.parquet", u_descriptor(uuid.uuid4(), "", 1, datas[0], 2)))
-    got = read_deletion_vectors(root, items)
+    got = read_deletion_vectors(root, items, io=io_for(root))
     assert (got.files_read, got.requests) == (2, 2)
     assert {k: positions_of(v.blob) for k, v in got.vectors.items()} == {
         f"f{i}.parquet": sets[i] for i in range(3)

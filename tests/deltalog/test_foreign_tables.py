@@ -23,6 +23,7 @@ import pytest
 
 from icecompat_writer.checking.check import check_table
 from icecompat_writer.deltalog import FindingCode, read_snapshot
+from icecompat_writer.storage import io_for
 from tests import support
 from tests.deltalog.foreign import WRITER_PROFILES, delta_rows, pairs, upgrade_end_to_end
 from tests.iceberg.test_sync import catalogs  # noqa: F401  (the REST catalog server fixture)
@@ -250,7 +251,7 @@ def commit_stats(root: Path) -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize("name", [*SPARK_TABLES, *RS_TABLES])
 def test_reader_and_checker_count_what_delta_spark_counts(spark: Any, tables: Tables, name: str) -> None:
     root = tables[name]
-    snap = read_snapshot(root)
+    snap = read_snapshot(root, io=io_for(root))
     keeps = SPARK_TABLES[name][3] if name in SPARK_TABLES else "json"
     assert snap.checkpoint_version is not None
     assert snap.stats_lost == frozenset()

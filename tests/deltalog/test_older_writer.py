@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from icecompat_writer.deltalog import read_snapshot
+from icecompat_writer.storage import io_for
 from tests import support
 from tests.deltalog.foreign import delta_rows, pairs, upgrade_end_to_end
 from tests.iceberg.test_sync import catalogs  # noqa: F401  (the REST catalog server fixture)
@@ -56,7 +57,7 @@ def test_the_reader_sees_what_the_older_writer_wrote(
 ) -> None:
     base, written = older
     assert written["_versions"]["spark"].startswith("3.5.")
-    snap = read_snapshot(base / name)
+    snap = read_snapshot(base / name, io=io_for(base / name))
     assert not snap.findings, snap.findings
     df = spark.read.format("delta").load(str(base / name))
     row = df.selectExpr("count(*) AS n", "sum(id) AS s").collect()[0]

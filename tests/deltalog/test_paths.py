@@ -22,7 +22,7 @@ from icecompat_writer.deltalog.paths import (
     uuid_checkpoint_name,
 )
 from icecompat_writer.errors import TableReadError
-from icecompat_writer.storage import DEFAULT_IO
+from icecompat_writer.storage import LocalFileIO
 
 UUID = "80a083e8-7026-4e79-81be-64bd76c43a11"
 
@@ -107,13 +107,13 @@ def test_list_log_files_skips_hidden_and_directories(tmp_path: Path) -> None:
     (log / ".00000000000000000000.json.crc").write_text("x")
     (log / "_sidecars" / "00000000000000000001.checkpoint.0000000001.0000000001.x.parquet").write_text("x")
     (log / "00000000000000000000.json.tmp").write_text("x")
-    names = sorted(f.name for f in list_log_files(log, io=DEFAULT_IO))
+    names = sorted(f.name for f in list_log_files(log, io=LocalFileIO()))
     assert names == ["00000000000000000000.json"]
 
 
 def test_list_log_files_missing_dir_is_table_read_error(tmp_path: Path) -> None:
     with pytest.raises(TableReadError, match="not a Delta table"):
-        list_log_files(tmp_path / "nope" / "_delta_log", io=DEFAULT_IO)
+        list_log_files(tmp_path / "nope" / "_delta_log", io=LocalFileIO())
 
 
 ROOT = Path("/data/table")

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.deltalog.files import dv_unique_id
+from icecompat_writer.storage import io_for
 
 from . import logbuilder as lb
 
@@ -200,11 +201,11 @@ def test_replay_matches_model(h: dict[str, Any]) -> None:
         root = Path(tmp)
         models = write_history(root, h)
         last = len(h["commits"]) - 1
-        snap = read_snapshot(root)
+        snap = read_snapshot(root, io=io_for(root))
         assert snap.version == last
         assert snap.findings == ()
         assert_matches(snap, models[last])
-        travelled = read_snapshot(root, version=h["travel"])
+        travelled = read_snapshot(root, version=h["travel"], io=io_for(root))
         assert_matches(travelled, models[h["travel"]])
 
 
@@ -224,6 +225,6 @@ def test_compaction_stands_in_for_deleted_commits(h: dict[str, Any]) -> None:
         for v in range(x, y + 1):
             (root / "_delta_log" / f"{v:020d}.json").unlink()
         last = len(h["commits"]) - 1
-        snap = read_snapshot(root)
+        snap = read_snapshot(root, io=io_for(root))
         assert snap.findings == ()
         assert_matches(snap, models[last])

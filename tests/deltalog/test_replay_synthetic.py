@@ -19,7 +19,7 @@ from icecompat_writer.deltalog import (
 )
 from icecompat_writer.deltalog import replay as replay_module
 from icecompat_writer.errors import TableReadError
-from icecompat_writer.storage import DEFAULT_IO, FileIO
+from icecompat_writer.storage import FileIO, io_for
 
 from . import logbuilder as lb
 
@@ -53,7 +53,7 @@ def test_adds_removes_protocol_metadata_latest_win(tmp_path: Path) -> None:
             lb.add("a.parquet", num_records=7),  # re-added after its removal
         ],
     )
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert snap.version == 2
     assert paths(snap) == {"a.parquet", "b.parquet", "c.parquet"}
     assert snap.protocol.min_writer_version == 4
@@ -68,7 +68,7 @@ def test_adds_removes_protocol_metadata_latest_win(tmp_path: Path) -> None:
 def test_re_adding_a_file_replaces_its_stats(tmp_path: Path) -> None:
     b = start(tmp_path, lb.add("a.parquet", num_records=1))
     b.commit(1, [lb.add("a.parquet", num_records=2, tags={"t": "x"}, data_change=False)])
-    (a,) = read_snapshot(tmp_path).add_files
+    (a,) = read_snapshot(tmp_path, io=io_for(tmp_path)).add_files
     assert (a.num_records, dict(a.tags or {}), a.data_change) == (2, {"t": "x"}, False)
 
 
@@ -81,7 +81,7 @@ def test_deletion_vectors_key_logical_files(tmp_path: Path) -> None:
     b.commit(2, [lb.remove("a.parquet", deletion_vector=dv1), lb.add("a.parquet", deletion_vector=dv2)])
     # removing b with a DV that it never had leaves the DV-less b alive
     b.commit(3, [lb.remove("b.parquet", deletion_vector=dv1)])
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     keys = {a.key for a in snap.add_files}
     assert keys == {("a.parquet", "udvTwo_______________@9"), ("b.parquet", None)}
     a = next(a for a in snap.add_files if a.path == "a.parquet")
@@ -101,14 +101,14 @@ def test_inline_dv_unique_id_has_no_offset(tmp_path: Path) -> None:
         "cardinality": 6,
     }
     start(tmp_path, lb.add("a.parquet", deletion_vector=inline))
-    (a,) = read_snapshot(tmp_path).add_files
+    (a,) = read_snapshot(tmp_path, io=io_for(tmp_path)).add_files
     assert a.dv_unique_id == "i" + inline["pathOrInlineDv"]
 
 
 def test_txn_latest_per_app_wins_even_when_lower(tmp_path: Path) -> None:
     b = start(tmp_path, lb.txn("app-a", 5), lb.txn("app-b", 1))
     b.commit(1, [lb.txn("app-a", 3)])  # the protocol does not require monotonic versions
-    assert dict(read_snapshot(tmp_path).txns) == {"app-a": 3, "app-b": 1}
+    assert dict(read_snapshot(tmp_path, io=io_for(tmp_path)).txns) == {"app-a": 3, "app-b": 1}
 
 
 def test_domain_metadata_latest_wins_and_removed_drops(tmp_path: Path) -> None:
@@ -118,9 +118,9 @@ def test_domain_metadata_latest_wins_and_removed_drops(tmp_path: Path) -> None:
         [lb.domain("delta.rowTracking", '{"rowIdHighWaterMark":19}'), lb.domain("user.x", "1", removed=True)],
     )
     b.commit(2, [lb.domain("user.y", "2")])
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert dict(snap.domain_metadata) == {"delta.rowTracking": '{"rowIdHighWaterMark":19}', "user.y": "2"}
-    assert dict(read_snapshot(tmp_path, version=0).domain_metadata) == {
+    assert dict(read_snapshot(tmp_path, version=0, io=io_for(tmp_path)).domain_metadata) == {
         "delta.rowTracking": '{"rowIdHighWaterMark":9}',
         "user.x": "1",
     }
@@ -131,7 +131,7 @@ def test_row_tracking_and_clustering_fields(tmp_path: Path) -> None:
         tmp_path,
         lb.add("a.parquet", base_row_id=100, default_row_commit_version=3, clustering_provider="liquid"),
     )
-    (a,) = read_snapshot(tmp_path).add_files
+    (a,) = read_snapshot(tmp_path, io=io_for(tmp_path)).add_files
     assert (a.base_row_id, a.default_row_commit_version, a.clustering_provider) == (100, 3, "liquid")
 
 
@@ -139,9 +139,9 @@ def test_time_travel(tmp_path: Path) -> None:
     b = start(tmp_path, lb.add("a.parquet"))
     b.commit(1, [lb.add("b.parquet")])
     b.commit(2, [lb.remove("a.parquet")])
-    assert paths(read_snapshot(tmp_path, version=0)) == {"a.parquet"}
-    assert paths(read_snapshot(tmp_path, version=1)) == {"a.parquet", "b.parquet"}
-    assert paths(read_snapshot(tmp_path, version=2)) == {"b.parquet"}
+    assert paths(read_snapshot(tmp_path, version=0, io=io_for(tmp_path))) == {"a.parquet"}
+    assert paths(read_snapshot(tmp_path, version=1, io=io_for(tmp_path))) == {"a.parquet", "b.parquet"}
+    assert paths(read_snapshot(tmp_path, version=2, io=io_for(tmp_path))) == {"b.parquet"}
 
 
 def test_in_commit_timestamp_of_the_snapshot_version(tmp_path: Path) -> None:
@@ -149,14 +149,16 @@ def test_in_commit_timestamp_of_the_snapshot_version(tmp_path: Path) -> None:
     b.commit(0, [lb.commit_info("CREATE", ict=1000), lb.protocol(), lb.metadata()])
     b.commit(1, [lb.commit_info("WRITE", ict=2000), lb.add("a.parquet")])
     b.classic_checkpoint(1, [lb.protocol(), lb.metadata(), lb.add("a.parquet")])
-    assert read_snapshot(tmp_path).in_commit_timestamp == 2000  # read from commit 1 despite the checkpoint
-    assert read_snapshot(tmp_path, version=0).in_commit_timestamp == 1000
-    assert read_snapshot(tmp_path).checkpoint_version == 1
+    assert (
+        read_snapshot(tmp_path, io=io_for(tmp_path)).in_commit_timestamp == 2000
+    )  # read from commit 1 despite the checkpoint
+    assert read_snapshot(tmp_path, version=0, io=io_for(tmp_path)).in_commit_timestamp == 1000
+    assert read_snapshot(tmp_path, io=io_for(tmp_path)).checkpoint_version == 1
 
 
 def test_no_in_commit_timestamp_without_one(tmp_path: Path) -> None:
     start(tmp_path)
-    assert read_snapshot(tmp_path).in_commit_timestamp is None
+    assert read_snapshot(tmp_path, io=io_for(tmp_path)).in_commit_timestamp is None
 
 
 # --- errors --------------------------------------------------------------------------------------
@@ -164,22 +166,22 @@ def test_no_in_commit_timestamp_without_one(tmp_path: Path) -> None:
 
 def test_missing_delta_log_is_table_read_error(tmp_path: Path) -> None:
     with pytest.raises(TableReadError, match="not a Delta table"):
-        read_snapshot(tmp_path)
+        read_snapshot(tmp_path, io=io_for(tmp_path))
 
 
 def test_empty_delta_log_is_table_read_error(tmp_path: Path) -> None:
     (tmp_path / "_delta_log").mkdir()
     (tmp_path / "_delta_log" / "_last_checkpoint").write_text('{"version": 3}')
     with pytest.raises(TableReadError, match="no commit or checkpoint"):
-        read_snapshot(tmp_path)
+        read_snapshot(tmp_path, io=io_for(tmp_path))
 
 
 def test_version_beyond_latest_is_table_read_error(tmp_path: Path) -> None:
     start(tmp_path)
     with pytest.raises(TableReadError, match="version 5 does not exist; the latest version is 0"):
-        read_snapshot(tmp_path, version=5)
+        read_snapshot(tmp_path, version=5, io=io_for(tmp_path))
     with pytest.raises(TableReadError, match="invalid table version"):
-        read_snapshot(tmp_path, version=-1)
+        read_snapshot(tmp_path, version=-1, io=io_for(tmp_path))
 
 
 def test_cleaned_up_version_is_table_read_error(tmp_path: Path) -> None:
@@ -187,29 +189,29 @@ def test_cleaned_up_version_is_table_read_error(tmp_path: Path) -> None:
     b.classic_checkpoint(5, [lb.protocol(), lb.metadata(), lb.add("a.parquet")])
     b.commit(5, [lb.add("a.parquet")])
     b.commit(6, [lb.add("b.parquet")])
-    assert paths(read_snapshot(tmp_path)) == {"a.parquet", "b.parquet"}
+    assert paths(read_snapshot(tmp_path, io=io_for(tmp_path))) == {"a.parquet", "b.parquet"}
     with pytest.raises(TableReadError, match="version 3 cannot be read"):
-        read_snapshot(tmp_path, version=3)
+        read_snapshot(tmp_path, version=3, io=io_for(tmp_path))
 
 
 def test_log_not_starting_at_zero_without_checkpoint_is_table_read_error(tmp_path: Path) -> None:
     b = lb.LogBuilder(tmp_path)
     b.commit(3, [lb.protocol(), lb.metadata()])
     with pytest.raises(TableReadError, match="no checkpoint at or below it"):
-        read_snapshot(tmp_path)
+        read_snapshot(tmp_path, io=io_for(tmp_path))
 
 
 def test_no_metadata_at_all_is_table_read_error(tmp_path: Path) -> None:
     b = lb.LogBuilder(tmp_path)
     b.raw("00000000000000000000.json", b'{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}\n{"metaDa')
     with pytest.raises(TableReadError, match="no metaData action survived"):
-        read_snapshot(tmp_path)
+        read_snapshot(tmp_path, io=io_for(tmp_path))
 
 
 def test_table_root_as_file_uri_and_string(tmp_path: Path) -> None:
     start(tmp_path, lb.add("a.parquet"))
-    assert read_snapshot(f"file://{tmp_path}").table_root == tmp_path
-    assert read_snapshot(str(tmp_path)).version == 0
+    assert read_snapshot(f"file://{tmp_path}", io=io_for(f"file://{tmp_path}")).table_root == tmp_path
+    assert read_snapshot(str(tmp_path), io=io_for(str(tmp_path))).version == 0
 
 
 # --- damage --------------------------------------------------------------------------------------
@@ -219,7 +221,7 @@ def test_corrupt_line_is_a_finding_and_the_rest_is_read(tmp_path: Path) -> None:
     b = start(tmp_path, lb.add("a.parquet"))
     good = json.dumps(lb.add("c.parquet")).encode()
     b.raw("00000000000000000001.json", b'{"add":{"path":"b.parq\n' + good + b"\n[1,2]\n")
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert paths(snap) == {"a.parquet", "c.parquet"}
     corrupt = snap.findings_of(FindingCode.CORRUPT_LINE)
     assert [(f.file, f.line) for f in corrupt] == [
@@ -232,7 +234,7 @@ def test_truncated_last_line_is_reported_as_truncated(tmp_path: Path) -> None:
     b = start(tmp_path, lb.add("a.parquet"))
     full = json.dumps(lb.add("b.parquet")).encode()
     b.raw("00000000000000000001.json", json.dumps(lb.add("c.parquet")).encode() + b"\n" + full[:-7])
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert paths(snap) == {"a.parquet", "c.parquet"}
     (finding,) = snap.findings
     assert finding.code is FindingCode.CORRUPT_LINE
@@ -249,7 +251,7 @@ def test_invalid_actions_are_findings(tmp_path: Path) -> None:
         {"add": "not an object"},
         lb.add("ok.parquet"),
     )
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert paths(snap) == {"ok.parquet"}
     assert codes(snap).count(FindingCode.INVALID_ACTION) == 5
 
@@ -260,7 +262,7 @@ DEEP = b"[" * 100_000 + b"]" * 100_000  # deeper than json.loads can recurse (3.
 def test_a_line_nested_too_deeply_is_a_corrupt_line(tmp_path: Path) -> None:
     b = start(tmp_path, lb.add("a.parquet"))
     b.raw("00000000000000000001.json", DEEP + b"\n" + json.dumps(lb.add("b.parquet")).encode() + b"\n")
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert paths(snap) == {"a.parquet", "b.parquet"}
     (finding,) = snap.findings
     assert finding.code is FindingCode.CORRUPT_LINE and finding.line == 1
@@ -278,14 +280,14 @@ def test_a_line_nested_too_deeply_is_a_corrupt_line(tmp_path: Path) -> None:
 )
 def test_an_add_with_an_infinite_number_is_an_invalid_action(tmp_path: Path, add: dict) -> None:
     start(tmp_path, lb.add("a.parquet"), {"add": add})  # json.dumps writes Infinity
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert paths(snap) == {"a.parquet"}
     assert codes(snap) == [FindingCode.INVALID_ACTION]
 
 
 def test_stats_nested_too_deeply_are_unparseable(tmp_path: Path) -> None:
     start(tmp_path, lb.add("a.parquet", stats=DEEP.decode()))
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert snap.add_files[0].num_records is None
     assert codes(snap) == [FindingCode.UNPARSEABLE_STATS]
 
@@ -316,8 +318,8 @@ def test_a_malformed_protocol_is_an_invalid_action_and_the_previous_one_stays(
 ) -> None:
     b = start(tmp_path, lb.add("a.parquet"))
     b.commit(1, [{"protocol": protocol}, lb.add("b.parquet")])
-    snap = read_snapshot(tmp_path)
-    assert snap.protocol == read_snapshot(tmp_path, version=0).protocol
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
+    assert snap.protocol == read_snapshot(tmp_path, version=0, io=io_for(tmp_path)).protocol
     assert paths(snap) == {"a.parquet", "b.parquet"}
     (finding,) = snap.findings
     assert finding.code is FindingCode.INVALID_ACTION and "protocol" in finding.message
@@ -325,7 +327,7 @@ def test_a_malformed_protocol_is_an_invalid_action_and_the_previous_one_stays(
 
 def test_unparseable_stats_are_a_finding(tmp_path: Path) -> None:
     start(tmp_path, lb.add("a.parquet", stats="{not json"), lb.add("b.parquet", stats='{"minValues":{}}'))
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert {a.path: a.num_records for a in snap.add_files} == {"a.parquet": None, "b.parquet": None}
     assert codes(snap) == [FindingCode.UNPARSEABLE_STATS]
 
@@ -333,7 +335,7 @@ def test_unparseable_stats_are_a_finding(tmp_path: Path) -> None:
 def test_missing_middle_commit_is_a_finding(tmp_path: Path) -> None:
     b = start(tmp_path, lb.add("a.parquet"))
     b.commit(2, [lb.add("c.parquet")])
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert paths(snap) == {"a.parquet", "c.parquet"}
     (finding,) = snap.findings
     assert finding.code is FindingCode.MISSING_COMMIT and "version 1 " in finding.message
@@ -344,7 +346,7 @@ def test_missing_commits_are_reported_as_ranges(tmp_path: Path) -> None:
     b.commit(3, [lb.add("b.parquet")])
     b.commit(5, [lb.add("c.parquet")])
     b.commit(10**12, [lb.commit_info()])  # a stray name: one range, found without walking to it
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert snap.version == 10**12 and paths(snap) == {"a.parquet", "b.parquet", "c.parquet"}
     assert [f.message.split(" missing")[0] for f in snap.findings] == [
         "versions 1..2",
@@ -371,7 +373,7 @@ def test_a_compaction_claiming_a_huge_range_is_not_walked(
             return read(path, display, io=io)
 
         monkeypatch.setattr(replay_module, "read_json_actions", refuse)
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     if unreadable:  # what the commits still say is used, and the gaps are named as ranges
         assert paths(snap) == {"a.parquet", "b.parquet"}
         (finding,) = snap.findings
@@ -397,7 +399,7 @@ def _log_with_compaction(root: Path) -> lb.LogBuilder:
 
 def test_compaction_replaces_its_commits(tmp_path: Path) -> None:
     _log_with_compaction(tmp_path)
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert paths(snap) == {"f2", "f4", "f5"}
     assert dict(snap.txns) == {"app": 4390}
     assert snap.findings == ()
@@ -406,28 +408,31 @@ def test_compaction_replaces_its_commits(tmp_path: Path) -> None:
 def test_missing_commit_covered_by_compaction(tmp_path: Path) -> None:
     b = _log_with_compaction(tmp_path)
     (b.log / "00000000000000000002.json").unlink()
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert paths(snap) == {"f2", "f4", "f5"}
     assert snap.findings == ()
-    assert paths(read_snapshot(tmp_path, version=3)) == {"f2", "f4"}  # compaction ends at 3
+    assert paths(read_snapshot(tmp_path, version=3, io=io_for(tmp_path))) == {
+        "f2",
+        "f4",
+    }  # compaction ends at 3
 
 
 def test_version_inside_a_compaction_without_its_commit_cannot_be_read(tmp_path: Path) -> None:
     b = _log_with_compaction(tmp_path)
     (b.log / "00000000000000000002.json").unlink()
     with pytest.raises(TableReadError, match="version 2 cannot be read"):
-        read_snapshot(tmp_path, version=2)
+        read_snapshot(tmp_path, version=2, io=io_for(tmp_path))
 
 
 def test_compaction_beyond_the_wanted_version_is_not_used(tmp_path: Path) -> None:
     _log_with_compaction(tmp_path)
-    assert paths(read_snapshot(tmp_path, version=2)) == {"f2", "f3", "f4"}
+    assert paths(read_snapshot(tmp_path, version=2, io=io_for(tmp_path))) == {"f2", "f3", "f4"}
 
 
 def test_damaged_compaction_falls_back_to_the_commits(tmp_path: Path) -> None:
     b = _log_with_compaction(tmp_path)
     b.raw("00000000000000000001.00000000000000000003.compacted.json", b'{"add":{"path":"f2"}}\n{"add":')
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert paths(snap) == {"f2", "f4", "f5"}
     assert codes(snap) == [FindingCode.DAMAGED_COMPACTION]
 
@@ -469,7 +474,7 @@ def test_classic_checkpoint_is_used(tmp_path: Path) -> None:
     # prove the checkpoint is what is read: the commits before it are deleted
     for v in (0, 1):
         (b.log / f"{v:020d}.json").unlink()
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     _expect_state(snap, 2)
     assert snap.findings == ()
 
@@ -479,14 +484,14 @@ def test_multipart_checkpoint_is_used(tmp_path: Path) -> None:
     b.multipart_checkpoint(2, [CP_STATE[:3], CP_STATE[3:5], CP_STATE[5:]])
     for v in (0, 1):
         (b.log / f"{v:020d}.json").unlink()
-    _expect_state(read_snapshot(tmp_path), 2)
+    _expect_state(read_snapshot(tmp_path, io=io_for(tmp_path)), 2)
 
 
 def test_incomplete_multipart_checkpoint_is_skipped_with_a_finding(tmp_path: Path) -> None:
     b = _checkpointed(tmp_path)
     written = b.multipart_checkpoint(2, [CP_STATE[:3], CP_STATE[3:5], CP_STATE[5:]])
     written[1].unlink()
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     _expect_state(snap, None)
     (finding,) = snap.findings
     assert finding.code is FindingCode.INCOMPLETE_CHECKPOINT and "2 of 3 parts" in finding.message
@@ -499,7 +504,7 @@ def test_incomplete_newer_checkpoint_falls_back_to_older_complete_one(tmp_path: 
     )
     b.multipart_checkpoint(2, [CP_STATE[:3], CP_STATE[3:]])[0].unlink()
     (b.log / "00000000000000000000.json").unlink()
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     _expect_state(snap, 1)
     assert codes(snap) == [FindingCode.INCOMPLETE_CHECKPOINT]
 
@@ -514,7 +519,7 @@ def test_v2_uuid_checkpoint(tmp_path: Path, file_format: str, sidecars: int) -> 
     assert len(written) == sidecars
     for v in (0, 1):
         (b.log / f"{v:020d}.json").unlink()
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     _expect_state(snap, 2)
     assert snap.findings == ()
 
@@ -526,7 +531,7 @@ def test_v2_spec_classic_named_checkpoint_with_sidecars(tmp_path: Path) -> None:
     b.v2_checkpoint(2, non_file, file_actions, sidecars=2, classic_name=True)
     (b.log / "00000000000000000000.json").unlink()
     (b.log / "00000000000000000001.json").unlink()
-    _expect_state(read_snapshot(tmp_path), 2)
+    _expect_state(read_snapshot(tmp_path, io=io_for(tmp_path)), 2)
 
 
 def test_missing_sidecar_falls_back_to_older_checkpoint_or_commits(tmp_path: Path) -> None:
@@ -535,7 +540,7 @@ def test_missing_sidecar_falls_back_to_older_checkpoint_or_commits(tmp_path: Pat
     file_actions = [a for a in CP_STATE if "add" in a or "remove" in a]
     _, sidecars = b.v2_checkpoint(2, non_file, file_actions, sidecars=2)
     sidecars[0].unlink()
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     _expect_state(snap, None)  # replayed from version 0 instead
     (finding,) = snap.findings
     assert finding.code is FindingCode.UNREADABLE_SIDECAR
@@ -548,7 +553,7 @@ def test_a_sidecar_that_is_a_named_pipe_is_never_opened(tmp_path: Path) -> None:
     _, sidecars = b.v2_checkpoint(2, non_file, file_actions, sidecars=2)
     sidecars[0].unlink()
     os.mkfifo(sidecars[0])  # pyarrow would block opening it, in native code nothing interrupts
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     _expect_state(snap, None)
     (finding,) = snap.findings
     assert finding.code is FindingCode.UNREADABLE_SIDECAR and "named pipe" in finding.message
@@ -558,7 +563,7 @@ def test_a_last_checkpoint_that_is_a_named_pipe_is_never_opened(tmp_path: Path) 
     b = _checkpointed(tmp_path)
     b.classic_checkpoint(2, CP_STATE)
     os.mkfifo(b.log / "_last_checkpoint")
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     _expect_state(snap, 2)
     (finding,) = snap.findings
     assert finding.code is FindingCode.UNREADABLE_LAST_CHECKPOINT and "named pipe" in finding.message
@@ -569,14 +574,14 @@ def test_log_files_that_are_not_regular_files_are_never_opened(tmp_path: Path) -
     os.mkfifo(b.log / f"{1:020d}.json")  # not listed as a commit: reported as missing if needed
     (b.log / f"{2:020d}.json").mkdir()
     b.commit(3, [lb.add("d.parquet")])
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert paths(snap) == {"a.parquet", "d.parquet"}
     assert codes(snap) == [FindingCode.MISSING_COMMIT]
     # a file swapped for a pipe after the listing is refused when it is opened
     with pytest.raises(readers.NotRegularFileError, match="named pipe"):
-        readers.read_json_actions(b.log / f"{1:020d}.json", "x", io=DEFAULT_IO)
+        readers.read_json_actions(b.log / f"{1:020d}.json", "x", io=io_for(b.log))
     with pytest.raises(TableReadError, match="named pipe"):
-        read_commit(tmp_path, 1)
+        read_commit(tmp_path, 1, io=io_for(tmp_path))
 
 
 def test_missing_sidecar_without_fallback_reads_what_is_left(tmp_path: Path) -> None:
@@ -586,7 +591,7 @@ def test_missing_sidecar_without_fallback_reads_what_is_left(tmp_path: Path) -> 
     sidecars[0].unlink()  # holds a.parquet
     for v in (0, 1):
         (b.log / f"{v:020d}.json").unlink()
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert paths(snap) == {"b.parquet", "c.parquet"}
     assert codes(snap) == [FindingCode.UNREADABLE_SIDECAR]
 
@@ -605,7 +610,7 @@ def test_sidecar_path_outside_sidecars_dir_is_refused(tmp_path: Path) -> None:
             ]
         ),
     )
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     _expect_state(snap, None)
     assert codes(snap) == [FindingCode.UNREADABLE_SIDECAR]
     assert "not inside" in snap.findings[0].message
@@ -618,7 +623,7 @@ def test_corrupt_checkpoint_parquet_falls_back(tmp_path: Path) -> None:
     )
     cp2 = b.classic_checkpoint(2, CP_STATE)
     cp2.write_bytes(cp2.read_bytes()[:100])
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     _expect_state(snap, 1)
     assert codes(snap) == [FindingCode.UNREADABLE_CHECKPOINT]
 
@@ -631,7 +636,7 @@ def test_uuid_checkpoint_without_checkpoint_metadata_is_flagged_but_used(tmp_pat
     )
     for v in (0, 1):
         (b.log / f"{v:020d}.json").unlink()
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     _expect_state(snap, 2)
     assert codes(snap) == [FindingCode.INVALID_CHECKPOINT]
 
@@ -639,7 +644,7 @@ def test_uuid_checkpoint_without_checkpoint_metadata_is_flagged_but_used(tmp_pat
 def test_time_travel_never_uses_a_newer_checkpoint(tmp_path: Path) -> None:
     b = _checkpointed(tmp_path)
     b.classic_checkpoint(2, CP_STATE)
-    snap = read_snapshot(tmp_path, version=1)
+    snap = read_snapshot(tmp_path, version=1, io=io_for(tmp_path))
     assert (snap.checkpoint_version, paths(snap)) == (None, {"a.parquet", "b.parquet"})
 
 
@@ -650,7 +655,7 @@ def test_last_checkpoint_pointing_at_a_missing_checkpoint(tmp_path: Path) -> Non
     b = _checkpointed(tmp_path)
     b.classic_checkpoint(2, CP_STATE)
     b.last_checkpoint({"version": 3, "size": 7})
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     _expect_state(snap, 2)
     assert codes(snap) == [FindingCode.STALE_LAST_CHECKPOINT]
 
@@ -662,7 +667,7 @@ def test_last_checkpoint_older_than_the_newest_checkpoint_is_not_followed(tmp_pa
     )
     b.classic_checkpoint(2, CP_STATE)
     b.last_checkpoint({"version": 1, "size": 5})
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     _expect_state(snap, 2)
     assert snap.findings == ()
 
@@ -671,7 +676,7 @@ def test_last_checkpoint_with_wrong_part_count(tmp_path: Path) -> None:
     b = _checkpointed(tmp_path)
     b.classic_checkpoint(2, CP_STATE)
     b.last_checkpoint({"version": 2, "size": 7, "parts": 3})
-    assert codes(read_snapshot(tmp_path)) == [FindingCode.STALE_LAST_CHECKPOINT]
+    assert codes(read_snapshot(tmp_path, io=io_for(tmp_path))) == [FindingCode.STALE_LAST_CHECKPOINT]
 
 
 @pytest.mark.parametrize(
@@ -680,7 +685,7 @@ def test_last_checkpoint_with_wrong_part_count(tmp_path: Path) -> None:
 def test_unreadable_last_checkpoint(tmp_path: Path, text: bytes) -> None:
     b = _checkpointed(tmp_path)
     b.raw("_last_checkpoint", text)
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     _expect_state(snap, None)
     assert codes(snap) == [FindingCode.UNREADABLE_LAST_CHECKPOINT]
 
@@ -694,7 +699,7 @@ def test_unreadable_last_checkpoint(tmp_path: Path, text: bytes) -> None:
 )
 def test_add_paths_escaping_the_root_are_findings(tmp_path: Path, bad_path: str) -> None:
     start(tmp_path, lb.add("ok.parquet"), lb.add(bad_path))
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert paths(snap) == {"ok.parquet", bad_path}  # still part of the table state
     (finding,) = snap.findings
     assert finding.code is FindingCode.PATH_OUTSIDE_TABLE and bad_path in finding.message
@@ -711,12 +716,12 @@ def test_absolute_dv_path_outside_the_root_is_a_finding(tmp_path: Path) -> None:
         "cardinality": 1,
     }
     start(tmp_path, lb.add("a.parquet", deletion_vector=outside))
-    assert codes(read_snapshot(tmp_path)) == [FindingCode.PATH_OUTSIDE_TABLE]
+    assert codes(read_snapshot(tmp_path, io=io_for(tmp_path))) == [FindingCode.PATH_OUTSIDE_TABLE]
 
 
 def test_url_encoded_paths_with_spaces_and_unicode(tmp_path: Path) -> None:
     start(tmp_path, lb.add("p=a%20b/part%20one.parquet"), lb.add("p=na%C3%AFve%20%C3%BC/x.parquet"))
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert snap.findings == ()
     assert {snap.data_path(a) for a in snap.add_files} == {
         tmp_path / "p=a b" / "part one.parquet",
@@ -726,7 +731,7 @@ def test_url_encoded_paths_with_spaces_and_unicode(tmp_path: Path) -> None:
 
 def test_absolute_path_inside_the_root_is_accepted(tmp_path: Path) -> None:
     start(tmp_path, lb.add(f"file://{tmp_path}/p%3D1/a.parquet"))
-    snap = read_snapshot(tmp_path)
+    snap = read_snapshot(tmp_path, io=io_for(tmp_path))
     assert snap.findings == ()
     assert snap.data_path(snap.add_files[0]) == tmp_path / "p=1" / "a.parquet"
 
@@ -735,7 +740,7 @@ def test_catalog_managed_table_is_flagged(tmp_path: Path) -> None:
     start(tmp_path)
     b = lb.LogBuilder(tmp_path)
     b.commit(1, [lb.protocol(3, 7, ["catalogManaged"], ["catalogManaged"])])
-    assert codes(read_snapshot(tmp_path)) == [FindingCode.CATALOG_MANAGED]
+    assert codes(read_snapshot(tmp_path, io=io_for(tmp_path))) == [FindingCode.CATALOG_MANAGED]
 
 
 # --- list_versions / read_commit -----------------------------------------------------------------
@@ -744,27 +749,27 @@ def test_catalog_managed_table_is_flagged(tmp_path: Path) -> None:
 def test_list_versions_and_read_commit(tmp_path: Path) -> None:
     b = _log_with_compaction(tmp_path)
     (b.log / "00000000000000000002.json").unlink()
-    assert list_versions(tmp_path) == [0, 1, 3, 4]
-    actions = read_commit(tmp_path, 1)
+    assert list_versions(tmp_path, io=io_for(tmp_path)) == [0, 1, 3, 4]
+    actions = read_commit(tmp_path, 1, io=io_for(tmp_path))
     assert actions == [lb.commit_info(), lb.add("f2"), lb.remove("f1")]
 
 
 def test_read_commit_errors(tmp_path: Path) -> None:
     with pytest.raises(TableReadError, match="not a Delta table"):
-        read_commit(tmp_path, 0)
+        read_commit(tmp_path, 0, io=io_for(tmp_path))
     b = start(tmp_path)
     with pytest.raises(TableReadError, match="commit 4 does not exist"):
-        read_commit(tmp_path, 4)
+        read_commit(tmp_path, 4, io=io_for(tmp_path))
     b.raw("00000000000000000001.json", b'{"add":\n')
     with pytest.raises(TableReadError, match="line 1 is not valid JSON"):
-        read_commit(tmp_path, 1)
+        read_commit(tmp_path, 1, io=io_for(tmp_path))
     with pytest.raises(TableReadError, match="not a Delta table"):
-        list_versions(tmp_path / "missing")
+        list_versions(tmp_path / "missing", io=io_for(tmp_path / "missing"))
 
 
 def test_reading_does_not_modify_the_log(tmp_path: Path) -> None:
     b = _checkpointed(tmp_path)
     b.classic_checkpoint(2, CP_STATE)
     before = {p.name: p.read_bytes() for p in b.log.iterdir()}
-    read_snapshot(tmp_path)
+    read_snapshot(tmp_path, io=io_for(tmp_path))
     assert {p.name: p.read_bytes() for p in b.log.iterdir()} == before

@@ -19,7 +19,7 @@ import pytest
 from icecompat_writer.deltalog import FindingCode, Metadata, Protocol, Snapshot, read_commit, read_snapshot
 from icecompat_writer.deltalog.files import dv_unique_id
 from icecompat_writer.deltalog.paths import LogFileKind, list_log_files
-from icecompat_writer.storage import DEFAULT_IO
+from icecompat_writer.storage import io_for
 from tests.support import session_conf
 
 pytestmark = pytest.mark.spark
@@ -211,7 +211,7 @@ def assert_same(ours: Snapshot, theirs: SparkView) -> None:
 
 
 def log_names(path: Path) -> list[str]:
-    listed = list_log_files(path / "_delta_log", io=DEFAULT_IO)
+    listed = list_log_files(path / "_delta_log", io=io_for(path))
     return sorted(f.name for f in listed if f.kind is not LogFileKind.CHECKSUM)
 
 
@@ -220,7 +220,7 @@ def log_names(path: Path) -> list[str]:
 
 def test_classic_checkpoints(spark: Any, tables: Tables) -> None:
     assert "00000000000000000002.checkpoint.parquet" in log_names(tables.classic)
-    ours = read_snapshot(tables.classic)
+    ours = read_snapshot(tables.classic, io=io_for(tables.classic))
     assert ours.findings == ()
     assert (ours.version, ours.checkpoint_version) == (3, 2)
     assert_same(ours, spark_view(spark, tables.classic))
@@ -231,7 +231,7 @@ def test_classic_checkpoints(spark: Any, tables: Tables) -> None:
 
 @pytest.mark.parametrize("version", [0, 1, 2])
 def test_classic_time_travel(spark: Any, tables: Tables, version: int) -> None:
-    ours = read_snapshot(tables.classic, version=version)
+    ours = read_snapshot(tables.classic, version=version, io=io_for(tables.classic))
     df = spark.read.format("delta").option("versionAsOf", version).load(str(tables.classic))
     assert {ours.data_path(a) for a in ours.add_files} == {_uri_to_path(u) for u in df.inputFiles()}
     assert ours.checkpoint_version == (None if version < 2 else 2)
@@ -242,7 +242,7 @@ def test_multipart_checkpoints(spark: Any, tables: Tables) -> None:
     names = log_names(tables.multipart)
     parts = [n for n in names if n.startswith("00000000000000000001.checkpoint.")]
     assert len(parts) > 1 and all(".checkpoint.00000000" in n for n in parts), names
-    ours = read_snapshot(tables.multipart)
+    ours = read_snapshot(tables.multipart, io=io_for(tables.multipart))
     assert ours.findings == ()
     assert ours.checkpoint_version == 1
     assert_same(ours, spark_view(spark, tables.multipart))
@@ -253,7 +253,7 @@ def test_multipart_checkpoint_with_a_missing_part(spark: Any, tables: Tables, tm
     shutil.copytree(tables.multipart, copy)
     part = sorted((copy / "_delta_log").glob("00000000000000000001.checkpoint.*.parquet"))[0]
     part.unlink()
-    ours = read_snapshot(copy)
+    ours = read_snapshot(copy, io=io_for(copy))
     # _last_checkpoint names the now incomplete checkpoint: both are reported
     assert sorted(f.code for f in ours.findings) == [
         FindingCode.INCOMPLETE_CHECKPOINT,
@@ -273,7 +273,7 @@ def test_v2_checkpoints_with_sidecars(spark: Any, tables: Tables, which: str) ->
     assert list((path / "_delta_log" / "_sidecars").glob("*.parquet"))
     last = json.loads((path / "_delta_log" / "_last_checkpoint").read_text())
     assert last["v2Checkpoint"]["path"] == v2[0]
-    ours = read_snapshot(path)
+    ours = read_snapshot(path, io=io_for(path))
     assert ours.findings == ()
     assert ours.checkpoint_version == 1
     assert ours.protocol.supports_reader_feature("v2Checkpoint")
@@ -287,7 +287,7 @@ def test_v2_checkpoint_with_a_missing_sidecar_falls_back_to_commits(
     shutil.copytree(tables.v2_json, copy)
     for sidecar in (copy / "_delta_log" / "_sidecars").glob("*.parquet"):
         sidecar.unlink()
-    ours = read_snapshot(copy)
+    ours = read_snapshot(copy, io=io_for(copy))
     assert FindingCode.UNREADABLE_SIDECAR in [f.code for f in ours.findings]
     assert ours.checkpoint_version != 1
     theirs = spark_view(spark, tables.v2_json)  # the intact original
@@ -296,7 +296,7 @@ def test_v2_checkpoint_with_a_missing_sidecar_falls_back_to_commits(
 
 
 def test_deletion_vectors_row_tracking_column_mapping(spark: Any, tables: Tables) -> None:
-    ours = read_snapshot(tables.dv_rowtracking_cm)
+    ours = read_snapshot(tables.dv_rowtracking_cm, io=io_for(tables.dv_rowtracking_cm))
     assert ours.findings == ()
     assert ours.checkpoint_version == 2
     assert any(a.deletion_vector is not None for a in ours.add_files)
@@ -308,7 +308,7 @@ def test_deletion_vectors_row_tracking_column_mapping(spark: Any, tables: Tables
 
 def test_deletion_vector_versions_match_spark(spark: Any, tables: Tables) -> None:
     for version in (0, 1, 2):
-        ours = read_snapshot(tables.dv_rowtracking_cm, version=version)
+        ours = read_snapshot(tables.dv_rowtracking_cm, version=version, io=io_for(tables.dv_rowtracking_cm))
         df = spark.read.format("delta").option("versionAsOf", version).load(str(tables.dv_rowtracking_cm))
         assert {ours.data_path(a) for a in ours.add_files} == {_uri_to_path(u) for u in df.inputFiles()}
         dvs = [a.deletion_vector for a in ours.add_files if a.deletion_vector is not None]
@@ -322,13 +322,13 @@ def test_deletion_vector_versions_match_spark(spark: Any, tables: Tables) -> Non
 
 
 def test_transaction_ids(spark: Any, tables: Tables) -> None:
-    ours = read_snapshot(tables.txn)
+    ours = read_snapshot(tables.txn, io=io_for(tables.txn))
     assert dict(ours.txns) == {"app-a": 2, "app-b": 5}
     assert_same(ours, spark_view(spark, tables.txn))
 
 
 def test_clustering_and_in_commit_timestamps(spark: Any, tables: Tables) -> None:
-    ours = read_snapshot(tables.clustered_ict)
+    ours = read_snapshot(tables.clustered_ict, io=io_for(tables.clustered_ict))
     assert ours.findings == ()
     assert "delta.clustering" in ours.domain_metadata
     assert {a.clustering_provider for a in ours.add_files} == {"liquid"}
@@ -337,7 +337,9 @@ def test_clustering_and_in_commit_timestamps(spark: Any, tables: Tables) -> None
     assert ours.in_commit_timestamp == theirs.timestamp
     assert (
         ours.in_commit_timestamp
-        == read_commit(tables.clustered_ict, ours.version)[0]["commitInfo"]["inCommitTimestamp"]
+        == read_commit(tables.clustered_ict, ours.version, io=io_for(tables.clustered_ict))[0]["commitInfo"][
+            "inCommitTimestamp"
+        ]
     )
 
 
@@ -349,7 +351,7 @@ def test_compaction_file_stands_in_for_a_deleted_commit(spark: Any, tables: Tabl
     shutil.copytree(tables.txn, copy)
     net: dict[Any, dict[str, Any]] = {}
     for version in (1, 2):
-        for action in read_commit(copy, version):
+        for action in read_commit(copy, version, io=io_for(copy)):
             ((name, value),) = action.items()
             if name == "add":
                 net[("file", value["path"])] = action
@@ -361,9 +363,11 @@ def test_compaction_file_stands_in_for_a_deleted_commit(spark: Any, tables: Tabl
     )
     (log / "00000000000000000001.json").unlink()
     (log / "00000000000000000001.crc").unlink(missing_ok=True)
-    ours = read_snapshot(copy)
+    ours = read_snapshot(copy, io=io_for(copy))
     assert ours.findings == ()
-    assert {a.path for a in ours.add_files} == {a.path for a in read_snapshot(tables.txn).add_files}
+    assert {a.path for a in ours.add_files} == {
+        a.path for a in read_snapshot(tables.txn, io=io_for(tables.txn)).add_files
+    }
     assert dict(ours.txns) == theirs.txns
     assert {Path(str(ours.data_path(a)).replace(str(copy), str(tables.txn))) for a in ours.add_files} == (
         theirs.input_files

@@ -30,6 +30,7 @@ from icecompat_writer.cli.main import main as icecompat_main
 from icecompat_writer.iceberg import PROP_DELTA_VERSION
 from icecompat_writer.iceberg.catalogs import CatalogError, fileio_properties, load_catalog_for, sync_catalog
 from icecompat_writer.jvm.bridge import guard_iceberg_syncs
+from icecompat_writer.storage import io_for
 from icecompat_writer.writing.api import compat_write
 from tests.catalogservers import RestCatalogServer, iceberg_java_read
 from tests.objectstores import S3Server
@@ -167,14 +168,21 @@ def test_an_s3_table_is_kept_current_in_glue_sqlite_and_rest(
 
     # an older version offered late leaves the pointer where it is
     first = locations[0]
-    late = sync_catalog("glue", ident, first.replace("s3://", "s3a://"))
+    late = sync_catalog(
+        "glue", ident, first.replace("s3://", "s3a://"), io=io_for(first.replace("s3://", "s3a://"))
+    )
     assert (late.action, late.catalog_delta_version) == ("current", 4)
     assert store_catalogs.glue().load_table(ident).metadata_location == locations[-1]
     # another table under the same identifier is refused, naming the uuid
     with pytest.raises(CatalogError, match="another table"):
         other = f"s3a://{bucket}/warehouse/other"
         compat_write(_frame(spark, range(0, 1)), other, properties=SYNC)
-        sync_catalog("glue", ident, f"{other}/metadata/v1.metadata.json")
+        sync_catalog(
+            "glue",
+            ident,
+            f"{other}/metadata/v1.metadata.json",
+            io=io_for(f"{other}/metadata/v1.metadata.json"),
+        )
 
 
 def test_fileio_properties_follow_the_session_settings_and_user_properties_win(
@@ -192,8 +200,8 @@ def test_fileio_properties_follow_the_session_settings_and_user_properties_win(
         "fs.s3a.path.style.access": "true",
         "fs.s3a.bucket.special.access.key": "AK2",
     }
-    io = storage.FileIO(hadoop=hadoop)
-    props = fileio_properties("s3a://plain/t/metadata/v1.metadata.json", io)
+    io = storage.io_for("s3a://plain/t", hadoop)
+    props = fileio_properties("s3a://plain/t/metadata/v1.metadata.json", io=io)
     assert props == {
         "s3.access-key-id": "AK",
         "s3.secret-access-key": "SK",
@@ -201,12 +209,12 @@ def test_fileio_properties_follow_the_session_settings_and_user_properties_win(
         "s3.endpoint": "http://127.0.0.1:9999",
         "s3.force-virtual-addressing": "false",
     }
-    assert fileio_properties("s3://special/t/m.json", io)["s3.access-key-id"] == "AK2"
-    assert fileio_properties(str(tmp_path / "m.json"), io) == {}
+    assert fileio_properties("s3://special/t/m.json", io=io)["s3.access-key-id"] == "AK2"
+    assert fileio_properties(str(tmp_path / "m.json"), io=storage.io_for(tmp_path, hadoop)) == {}
     monkeypatch.setenv(_env_name("mine", "type"), "sql")
     monkeypatch.setenv(_env_name("mine", "uri"), f"sqlite:///{tmp_path / 'c.db'}")
     monkeypatch.setenv(_env_name("mine", "s3.endpoint"), "http://elsewhere:1")
-    catalog = load_catalog_for("mine", "s3://plain/t/metadata/v1.metadata.json", io)
+    catalog = load_catalog_for("mine", "s3://plain/t/metadata/v1.metadata.json", io=io)
     assert catalog.properties["s3.endpoint"] == "http://elsewhere:1"  # the user's own wins
     assert catalog.properties["s3.access-key-id"] == "AK"  # the session fills the rest
 

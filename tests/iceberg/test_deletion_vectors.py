@@ -36,6 +36,7 @@ from icecompat_writer.iceberg import write_iceberg_metadata
 from icecompat_writer.iceberg.catalogs import sync_catalog
 from icecompat_writer.iceberg.posdeletes import FILE_PATH_FIELD_ID, POS_FIELD_ID
 from icecompat_writer.jvm.bridge import guard_iceberg_syncs
+from icecompat_writer.storage import io_for
 from tests.catalogservers import RestCatalogServer, iceberg_java_read
 
 from ._support import (
@@ -77,7 +78,7 @@ def _portable(positions: list[int]) -> bytes:
 def _inline_dv_commit(spark: SparkSession, path: Path) -> None:
     """Delete one more row of a file that has a DV, storing the new DV inline in the log (delta-spark
     reads such DVs but writes them to files): remove + add of the same file, as delta-spark commits it."""
-    snapshot = read_snapshot(path)
+    snapshot = read_snapshot(path, io=io_for(path))
     add = next(
         a
         for a in snapshot.add_files
@@ -85,7 +86,7 @@ def _inline_dv_commit(spark: SparkSession, path: Path) -> None:
     )
     dv = add.deletion_vector
     assert dv is not None
-    read = read_deletion_vectors(path, [(add.path, dv)])
+    read = read_deletion_vectors(path, [(add.path, dv)], io=io_for(path))
     old = DeletionVector._deserialize_bitmap(read.vectors[add.path].blob[8:-4])
     deleted = sorted(int(p) for p in old[0])
     assert add.num_records is not None
@@ -120,7 +121,7 @@ def history(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> It
     for statement in ROUNDS:
         spark.sql(statement.format(p=path))
     _inline_dv_commit(spark, path)
-    yield History(path, list(range(read_snapshot(path).version + 1)))
+    yield History(path, list(range(read_snapshot(path, io=io_for(path)).version + 1)))
 
 
 def _delta_rows(spark: SparkSession, path: Path, version: int) -> list[dict[str, Any]]:
@@ -202,10 +203,12 @@ def _delete_positions(root: Path) -> dict[str, list[int]]:
 
 def test_delta_spark_dvs_are_read_exactly(spark: SparkSession, history: History) -> None:
     path = history.path
-    snapshot = read_snapshot(path)
+    snapshot = read_snapshot(path, io=io_for(path))
     with_dvs = [a for a in snapshot.add_files if a.deletion_vector is not None]
     assert {a.deletion_vector.storage_type for a in with_dvs if a.deletion_vector} == {"u", "i"}
-    read = read_deletion_vectors(path, [(a.path, a.deletion_vector) for a in with_dvs if a.deletion_vector])
+    read = read_deletion_vectors(
+        path, [(a.path, a.deletion_vector) for a in with_dvs if a.deletion_vector], io=io_for(path)
+    )
     assert read.problems == ()
     assert read.requests <= read.files_read  # the DVs of one file: one ranged read
     surviving: dict[str, set[int]] = {}
@@ -244,7 +247,7 @@ def test_every_version_reads_the_same_in_iceberg_v3(
         positions = _delete_positions(mirror)
         live = {f["path"] for f in live_files_with_lineage(mirror) if f["content"] == 0}
         assert set(positions) <= live  # a removed data file took its DV with it
-        snapshot = read_snapshot(mirror)
+        snapshot = read_snapshot(mirror, io=io_for(mirror))
         assert {a.path for a in snapshot.add_files if a.deletion_vector} == {
             p.removeprefix(f"file://{mirror}/") for p in positions
         }
@@ -310,14 +313,14 @@ def test_the_sync_reads_what_delta_spark_reads_after_every_kind_of_commit(
     written_before: set[str] = set()
     for statement in SYNCED_ROUNDS:
         spark.sql(statement.format(p=path))
-        version = read_snapshot(path).version
+        version = read_snapshot(path, io=io_for(path)).version
         synced = [s for s in guard_iceberg_syncs(spark, drain=True) if str(path) in s["table"]]
         assert [(s["version"], s.get("error")) for s in synced] == [(version, None)], statement
         meta = metadata_json(path)
         assert (meta["format-version"], meta["properties"]["icecompat.delta-version"]) == (fv, str(version))
         assert normalise(static_table(path).scan().to_arrow()) == _delta_rows(spark, path, version), statement
         positions = _delete_positions(path)
-        snapshot = read_snapshot(path)
+        snapshot = read_snapshot(path, io=io_for(path))
         with_dv = {a.path: a.deletion_vector.cardinality for a in snapshot.add_files if a.deletion_vector}
         assert with_dv == {p.removeprefix(f"file://{path}/"): len(v) for p, v in positions.items()}
         if statement.startswith("OPTIMIZE"):
@@ -335,7 +338,7 @@ def test_the_sync_reads_what_delta_spark_reads_after_every_kind_of_commit(
         monkeypatch.setenv("PYICEBERG_CATALOG__REST__TYPE", "rest")
         monkeypatch.setenv("PYICEBERG_CATALOG__REST__URI", rest_catalog.uri)
         ident = f"dv.v{fv}_{path.parent.name}".replace("-", "_")
-        sync_catalog("rest", ident, str(latest_metadata(path)))
+        sync_catalog("rest", ident, str(latest_metadata(path)), io=io_for(str(latest_metadata(path))))
         snapshot_id, rows = iceberg_java_read(rest_catalog, ident)
         assert snapshot_id == metadata_json(path)["current-snapshot-id"]
         assert sorted(rows, key=lambda r: r["id"]) == _delta_rows(spark, path, version)
@@ -346,7 +349,7 @@ def test_check_and_emitter_name_damaged_dvs(history: History, tmp_path: Path) ->
     shutil.copytree(history.path, copy)
     clean = check_table(copy)
     assert clean.compliant, clean.render_text()
-    with_dvs = [a for a in read_snapshot(copy).add_files if a.deletion_vector]
+    with_dvs = [a for a in read_snapshot(copy, io=io_for(copy)).add_files if a.deletion_vector]
     assert clean.deletion_vectors_read == len(with_dvs) > 1
 
     # a flipped byte in a DV file, and a cardinality the log overstates in the inline DV's commit

@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.errors import CompatViolation
 from icecompat_writer.iceberg import PROP_DELTA_VERSION, main, write_iceberg_metadata
+from icecompat_writer.storage import io_for
 
 from ._support import (
     duckdb_rows,
@@ -84,7 +85,7 @@ def test_duckdb_reads_what_spark_reads(spark: SparkSession, rich_table: Path) ->
 
 
 def test_field_ids_are_the_delta_column_mapping_ids(rich_table: Path) -> None:
-    delta_schema = read_snapshot(rich_table).metadata.schema
+    delta_schema = read_snapshot(rich_table, io=io_for(rich_table)).metadata.schema
     iceberg_schema = static_table(rich_table).schema()
     checked = 0
 
@@ -123,7 +124,7 @@ def test_field_ids_are_the_delta_column_mapping_ids(rich_table: Path) -> None:
 
 def test_partition_filter_plans_fewer_files(spark: SparkSession, rich_table: Path) -> None:
     table = static_table(rich_table)
-    adds = read_snapshot(rich_table).add_files
+    adds = read_snapshot(rich_table, io=io_for(rich_table)).add_files
     in_p2 = [a for a in adds if "p2" in a.partition_values.values()]
     all_files = list(table.scan().plan_files())
     p2_files = list(table.scan(row_filter=EqualTo("part", "p2")).plan_files())
@@ -168,7 +169,7 @@ def test_name_mapping_and_delta_version_properties(rich_table: Path) -> None:
     props = meta["properties"]
     assert props[PROP_DELTA_VERSION] == "1"
     mapping = json.loads(props["schema.name-mapping.default"])
-    delta_schema = read_snapshot(rich_table).metadata.schema
+    delta_schema = read_snapshot(rich_table, io=io_for(rich_table)).metadata.schema
     by_id = {m["field-id"]: m for m in mapping}
     for f in delta_schema["fields"]:
         meta_f = f["metadata"]
@@ -268,7 +269,7 @@ def test_v3_row_lineage_matches_delta_row_tracking(spark: SparkSession, tmp_path
     for prev, nxt in itertools.pairwise(snaps):
         assert nxt["first-row-id"] == prev["first-row-id"] + prev["added-rows"]
     assert meta["next-row-id"] == snaps[-1]["first-row-id"] + snaps[-1]["added-rows"]
-    snapshot = read_snapshot(path)
+    snapshot = read_snapshot(path, io=io_for(path))
     high_water = json.loads(snapshot.domain_metadata["delta.rowTracking"])["rowIdHighWaterMark"]
     assert meta["next-row-id"] == high_water + 1
 

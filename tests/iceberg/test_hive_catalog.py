@@ -27,6 +27,7 @@ from icecompat_writer.cli.main import main as icecompat_main
 from icecompat_writer.iceberg import PROP_DELTA_VERSION
 from icecompat_writer.iceberg.catalogs import CatalogError, _swap_hive_pointer, load_catalog_for, sync_catalog
 from icecompat_writer.jvm.bridge import guard_iceberg_syncs
+from icecompat_writer.storage import io_for
 from icecompat_writer.writing.api import compat_write
 from tests.catalogservers import HiveMetastore
 from tests.objectstores import S3Server
@@ -97,14 +98,14 @@ def test_a_table_is_kept_current_in_a_hive_metastore(
         pointers.append(params["metadata_location"])
 
     # an older version offered late leaves the pointer where it is
-    late = sync_catalog("hms", IDENT, pointers[0])
+    late = sync_catalog("hms", IDENT, pointers[0], io=io_for(pointers[0]))
     assert (late.action, late.catalog_delta_version) == ("current", 4)
     assert _hive_parameters(hms, IDENT)["metadata_location"] == pointers[-1]
 
     # a swap from a pointer read before another sync moved the table is refused under the metastore's
     # table lock and writes nothing
     before = _hive_parameters(hms, IDENT)
-    catalog = load_catalog_for("hms")
+    catalog = load_catalog_for("hms", io=io_for(root))
     metadata = catalog.load_table(IDENT).metadata
     assert not _swap_hive_pointer(catalog, IDENT, pointers[1], pointers[2], metadata)
     assert _hive_parameters(hms, IDENT) == before
@@ -113,7 +114,7 @@ def test_a_table_is_kept_current_in_a_hive_metastore(
     other = tmp_path / "other"
     compat_write(_frame(spark, range(0, 1)), str(other), properties=SYNC)
     with pytest.raises(CatalogError, match="another table"):
-        sync_catalog("hms", IDENT, str(other / "metadata" / "v1.metadata.json"))
+        sync_catalog("hms", IDENT, str(other / "metadata" / "v1.metadata.json"), io=io_for(other))
     assert _hive_parameters(hms, IDENT)["metadata_location"] == pointers[-1]
 
 
@@ -167,11 +168,13 @@ def test_an_s3_table_is_kept_current_in_a_hive_metastore(
     assert _hive_table(hms, ident).sd.location == f"s3://{bucket}/warehouse/orders"
 
     # the version 0 sync offered late, by its s3a URI as the guard names it, leaves the pointer alone
-    late = sync_catalog("hms", ident, pointers[0].replace("s3://", "s3a://"))
+    late_pointer = pointers[0].replace("s3://", "s3a://")
+    late = sync_catalog("hms", ident, late_pointer, io=io_for(late_pointer))
     assert (late.action, late.catalog_delta_version) == ("current", 2)
     # a swap from a pointer read before the DELETE's sync moved it is refused under the table lock
     before = _hive_parameters(hms, ident)
-    catalog = load_catalog_for("hms", pointers[-1])  # its FileIO from the session's fs.s3a.* settings
+    # its FileIO from the session's fs.s3a.* settings
+    catalog = load_catalog_for("hms", pointers[-1], io=io_for(pointers[-1]))
     metadata = catalog.load_table(ident).metadata
     assert not _swap_hive_pointer(catalog, ident, pointers[1], pointers[0], metadata)
     assert _hive_parameters(hms, ident) == before

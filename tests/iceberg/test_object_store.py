@@ -23,6 +23,7 @@ from pyiceberg.typedef import EMPTY_DICT, Properties
 from icecompat_writer import storage
 from icecompat_writer.errors import ConcurrentWriteError
 from icecompat_writer.iceberg import write_iceberg_metadata
+from icecompat_writer.storage import io_for
 from tests.cli.synthetic import build_table, stats, write_data_file
 from tests.deltalog import logbuilder as lb
 from tests.objectstores import AZURITE_ACCOUNT, AZURITE_KEY, Store, StoreRoot
@@ -131,7 +132,10 @@ def referenced_avro(where: StoreRoot, location: str, version: int) -> set[str]:
     keys: set[str] = set()
     for snap in (s for doc in docs for s in doc["snapshots"]):
         keys.add(key(snap["manifest-list"]))
-        records, _ = read_avro(storage.parse_location(snap["manifest-list"]))
+        records, _ = read_avro(
+            storage.parse_location(snap["manifest-list"]),
+            io=io_for(storage.parse_location(snap["manifest-list"])),
+        )
         keys.update(key(str(r["manifest_path"])) for r in records)
     return keys
 

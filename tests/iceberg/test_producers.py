@@ -41,6 +41,7 @@ from icecompat_writer.iceberg.producers import (
 )
 from icecompat_writer.iceberg.table import IcebergTable
 from icecompat_writer.iceberg.transaction import Transaction
+from icecompat_writer.storage import io_for
 
 from . import test_synthetic as ts
 from ._support import duckdb_rows, latest_metadata, metadata_json, normalise, static_table
@@ -62,8 +63,8 @@ def _open(root: Path) -> tuple[IcebergTable, tuple[int, Path]]:
     """The table as the emitter holds it between commits, and its current metadata file."""
     current = latest_metadata(root)
     meta = TableMetadata.from_json(json.loads(current.read_text()))
-    snap = read_snapshot(root)
-    table = IcebergTable(root, meta, snap.metadata.id)
+    snap = read_snapshot(root, io=io_for(root))
+    table = IcebergTable(root, meta, snap.metadata.id, io=io_for(root))
     table.set_delta_state(snap.protocol, snap.metadata, snap.version)
     table.resume()
     return table, (int(current.name[1:-14]), current)
@@ -226,9 +227,9 @@ def test_a_producer_returns_its_changes_and_leaves_the_table_as_it_was(tmp_path:
     written = [p.name for p in changes.written]
     assert len(written) == 3 and written[-1].startswith(f"snap-{snap.snapshot_id}-")
     assert all((tmp_path / "metadata" / n).is_file() and n not in before_disk for n in written)
-    listed, _ = read_avro(changes.written[-1])
+    listed, _ = read_avro(changes.written[-1], io=io_for(changes.written[-1]))
     assert [m["manifest_path"] for m in listed] == [m.uri for m in changes.manifests]
-    rewritten, _ = read_avro(changes.written[1])
+    rewritten, _ = read_avro(changes.written[1], io=io_for(changes.written[1]))
     assert sorted((r["status"], r["data_file"]["file_path"]) for r in rewritten) == [(0, b_uri), (2, a_uri)]
 
     # Aborted: every file the attempt wrote is gone, the tree is byte for byte what it was.
@@ -285,7 +286,7 @@ def test_a_lost_race_aborts_and_removes_every_file_the_attempt_wrote(tmp_path: P
 def test_the_delta_state_is_recorded_through_updates_returned_first(tmp_path: Path) -> None:
     delta_meta = Metadata.from_json(ts._metadata(ts._mapped(ts.PLAIN_SCHEMA), ts.COMPAT)["metaData"])
     protocol = Protocol.from_json(ts.PROTOCOL_V7["protocol"])
-    table = IcebergTable.fresh(tmp_path, 2, delta_meta)
+    table = IcebergTable.fresh(tmp_path, 2, delta_meta, io=io_for(tmp_path))
     before = table.metadata.to_json()
     updates = table.delta_state_updates(protocol, delta_meta, 0)
     assert table.metadata.to_json() == before  # nothing recorded until the updates are applied

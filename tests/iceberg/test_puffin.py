@@ -10,6 +10,7 @@ from pyiceberg.table.deletion_vector import deletion_vectors_from_puffin_file
 from pyiceberg.table.puffin import PuffinFile
 
 from icecompat_writer.iceberg.puffin import DV_BLOB_TYPE, ROW_POSITION_FIELD_ID, PuffinWriter
+from icecompat_writer.storage import io_for
 from tests.deltalog.test_deletion_vectors import dv_data, framed
 
 
@@ -19,7 +20,7 @@ def test_many_deletion_vectors_in_one_file_read_by_pyiceberg(tmp_path: Path) -> 
     writer = PuffinWriter()
     placed = [writer.add_deletion_vector(f, framed(dv_data(p)), len(p)) for f, p in sets.items()]
     path = tmp_path / "dvs.puffin"
-    size = writer.write(path)
+    size = writer.write(path, io=io_for(path))
     content = path.read_bytes()
     assert size == len(content)
     assert content[:4] == b"PFA1" and content[-4:] == b"PFA1"
@@ -51,7 +52,7 @@ def test_many_deletion_vectors_in_one_file_read_by_pyiceberg(tmp_path: Path) -> 
     assert footer_start == placed[-1].offset + placed[-1].length  # blobs end where the footer starts
 
     with pytest.raises(FileExistsError):
-        writer.write(path)
+        writer.write(path, io=io_for(path))
 
 
 def test_empty_writer_is_a_valid_puffin_file(tmp_path: Path) -> None:

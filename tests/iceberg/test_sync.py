@@ -28,6 +28,7 @@ from icecompat_writer.cli.main import main as icecompat_main
 from icecompat_writer.iceberg import PROP_DELTA_VERSION
 from icecompat_writer.iceberg.catalogs import CatalogError, sync_catalog
 from icecompat_writer.iceberg.sync import IcebergSyncWarning, converted_version, sync_after_commit
+from icecompat_writer.storage import io_for
 from icecompat_writer.writing.api import WriteResult, compat_write
 from tests.catalogservers import RestCatalogServer, iceberg_java_read
 from tests.support import start_child_driver
@@ -161,7 +162,7 @@ def _race(name: str, catalog: Catalog, files: dict[int, Path]) -> None:
 
     def run(v: int) -> None:
         try:
-            sync_catalog(name, "race.u", str(files[v]))
+            sync_catalog(name, "race.u", str(files[v]), io=io_for(str(files[v])))
         except BaseException as err:  # collected and asserted below
             errors.append(err)
 
@@ -194,8 +195,10 @@ def test_the_catalog_pointer_never_moves_back(
     }
     assert sorted(files) == [0, 1, 2]
     for name, catalog in (("local", catalogs.sql()), ("rest", catalogs.rest())):
-        assert sync_catalog(name, "race.t", str(files[2])).action == "registered"
-        late = sync_catalog(name, "race.t", str(files[0]))  # a slower sync of an older version
+        assert sync_catalog(name, "race.t", str(files[2]), io=io_for(str(files[2]))).action == "registered"
+        late = sync_catalog(
+            name, "race.t", str(files[0]), io=io_for(str(files[0]))
+        )  # a slower sync of an older version
         assert (late.action, late.catalog_delta_version) == ("current", 2)
         assert _catalog_version(catalog, "race.t") == 2
 
@@ -204,9 +207,14 @@ def test_the_catalog_pointer_never_moves_back(
     with pytest.raises(CatalogError, match="another table"):
         other = tmp_path / "other"
         compat_write(_frame(spark, range(0, 1)), str(other), properties=SYNC)
-        sync_catalog("local", "race.t", str(next((other / "metadata").glob("v*.metadata.json"))))
+        sync_catalog(
+            "local",
+            "race.t",
+            str(next((other / "metadata").glob("v*.metadata.json"))),
+            io=io_for(str(next((other / "metadata").glob("v*.metadata.json")))),
+        )
     with pytest.raises(CatalogError, match="no Iceberg catalog named 'nowhere'"):
-        sync_catalog("nowhere", "race.t", str(files[2]))
+        sync_catalog("nowhere", "race.t", str(files[2]), io=io_for(str(files[2])))
 
 
 CHILD = textwrap.dedent(
@@ -253,7 +261,7 @@ def test_a_kill_between_the_delta_and_iceberg_commits_is_caught_up(
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
     assert (root / "_delta_log" / f"{1:020d}.json").exists()
-    assert converted_version(root) == 0  # Iceberg is one version behind
+    assert converted_version(root, io=io_for(root)) == 0  # Iceberg is one version behind
     assert icecompat_main(["check", str(root), "--json"]) == 0
     lag = json.loads(capsys.readouterr().out)["iceberg"]
     assert lag == {"delta_version": 1, "converted_version": 0, "lag": 1}
@@ -311,11 +319,11 @@ def test_racing_syncs_convert_every_version_once(spark: SparkSession, tmp_path: 
     compat_write(_frame(spark, range(0, 2)), str(root))
     compat_write(_frame(spark, range(2, 4)), str(root), mode="append")
     compat_write(_frame(spark, range(4, 6)), str(root), mode="overwrite")
-    assert converted_version(root) is None
+    assert converted_version(root, io=io_for(root)) is None
     results: list[Any] = []
 
     def run() -> None:
-        results.append(sync_after_commit(str(root), 2, SYNC))
+        results.append(sync_after_commit(str(root), 2, SYNC, io=io_for(str(root))))
 
     threads = [threading.Thread(target=run) for _ in range(4)]
     for t in threads:

@@ -23,6 +23,7 @@ from icecompat_writer.errors import CompatViolation, IcebergSyncWarning
 from icecompat_writer.iceberg import write_iceberg_metadata
 from icecompat_writer.iceberg.emitter import PROP_DELTA_COMMIT, PROP_DELTA_STATE
 from icecompat_writer.iceberg.verification import PROP_VERIFIED_FILES
+from icecompat_writer.storage import io_for
 from tests.cli.synthetic import build_table, stats, write_data_file
 from tests.deltalog import logbuilder as lb
 
@@ -71,7 +72,7 @@ def _append(root: Path, metadata: dict[str, Any], version: int, first: int, n: i
 
 def _checkpoint(root: Path, version: int) -> None:
     """A classic checkpoint at ``version`` (what Delta writes before its log clean-up)."""
-    snap = read_snapshot(root, version)
+    snap = read_snapshot(root, version, io=io_for(root))
     actions = [
         {"protocol": snap.protocol.to_json()},
         {"metaData": snap.metadata.to_json()},
@@ -88,7 +89,7 @@ def _commit_name(version: int) -> str:
 def _delta_ids(root: Path) -> list[int]:
     """The ``id`` of every row of the Delta table (its live files' first column, the ids' physical one)."""
     ids: list[int] = []
-    for add in read_snapshot(root).add_files:
+    for add in read_snapshot(root, io=io_for(root)).add_files:
         ids.extend(pq.read_table(root / add.path).column(0).to_pylist())
     return sorted(ids)
 

@@ -24,6 +24,7 @@ import pytest
 from icecompat_writer.deltalog.actions import Metadata
 from icecompat_writer.deltalog.snapshot import read_snapshot
 from icecompat_writer.rules.profiles import get_profile
+from icecompat_writer.storage import io_for
 from tests.oracles.support import (
     DOCS,
     SECTION,
@@ -212,7 +213,7 @@ def test_delta_spark_and_we_agree(spark: Any, tmp_path: Path, c: SparkCase) -> N
 
     if c.refusal is None:
         assert refusal is None, f"delta-spark refused the CREATE: {refusal}"
-        snap = read_snapshot(path)
+        snap = read_snapshot(path, io=io_for(path))
         on_table = in_scope(state_rules(c.profile, snap.metadata, snap.protocol))
         assert on_table == expected_ours(c), f"validate on delta-spark's table: {sorted(on_table)}"
     else:

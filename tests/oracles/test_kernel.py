@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from icecompat_writer.deltalog.snapshot import read_snapshot
 from icecompat_writer.jvm import bridge
 from icecompat_writer.rules.profiles import get_profile
+from icecompat_writer.storage import io_for
 from icecompat_writer.writing.api import compat_write
 from tests.oracles.support import (
     DOCS,
@@ -188,10 +189,10 @@ class Built:
 
 
 def _alter_steps(spark: Any, path: Path, steps: tuple[tuple[str, str], ...]) -> dict[str, int]:
-    versions = {CREATED: read_snapshot(path).version}
+    versions = {CREATED: read_snapshot(path, io=io_for(path)).version}
     for label, alter in steps:
         sql(spark, f"ALTER TABLE delta.`{path}` {alter}")
-        versions[label] = read_snapshot(path).version
+        versions[label] = read_snapshot(path, io=io_for(path)).version
     return versions
 
 
@@ -244,7 +245,7 @@ def expected_ours(c: KernelCase) -> frozenset[str]:
 @pytest.mark.parametrize("c", CASES, ids=lambda c: c.id)
 def test_kernel_and_we_agree(tables: Mapping[str, Built], kernel: Kernel, c: KernelCase) -> None:
     built = tables[c.table]
-    snap = read_snapshot(built.path, built.versions[c.state])
+    snap = read_snapshot(built.path, built.versions[c.state], io=io_for(built.path))
     metadata, protocol = apply_edits((snap.metadata, snap.protocol), c.edits)
 
     got = kernel.verdict(c.profile, kernel.metadata(metadata), kernel.protocol(protocol))

@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 
 from icecompat_writer.checking.check import check_table
 from icecompat_writer.deltalog.snapshot import read_snapshot
+from icecompat_writer.storage import io_for
 from icecompat_writer.writing.api import compat_write
 from tests.support import start_child_driver
 
@@ -108,7 +109,7 @@ def wait_until(condition: Callable[[], bool], proc: subprocess.Popen[str], timeo
 def kill_during_write(table: Path, child: Child, point: str, rng: random.Random) -> str:
     """Let ``child`` write and SIGKILL it at ``point``; return the last word it printed."""
     files_before = files_of(table)
-    next_commit = table / "_delta_log" / f"{read_snapshot(table).version + 1:020d}.json"
+    next_commit = table / "_delta_log" / f"{read_snapshot(table, io=io_for(table)).version + 1:020d}.json"
     child.write()
     if point == "random time":
         time.sleep(rng.uniform(0.0, 6.0))
@@ -134,7 +135,7 @@ def crash_and_recover(spark: SparkSession, root: Path, kills: int, seed: int) ->
             last = kill_during_write(root, children.pop(version), point, rng)
             if version + 2 <= kills:
                 children[version + 2] = Child(root, version + 2)
-            committed = read_snapshot(root).txns.get("crash-job", 0) >= version
+            committed = read_snapshot(root, io=io_for(root)).txns.get("crash-job", 0) >= version
             assert committed or last != "DONE", "a write that said DONE has its txnVersion in the log"
             if last == "DONE":
                 outcomes[f"{point}: finished before the kill"] += 1

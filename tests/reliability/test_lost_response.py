@@ -29,6 +29,7 @@ from pyspark.sql import SparkSession
 from icecompat_writer import sessions
 from icecompat_writer.checking.check import check_table
 from icecompat_writer.deltalog.snapshot import read_snapshot
+from icecompat_writer.storage import io_for
 from tests import support
 
 STORE = "ThrowingCommitLogStore"
@@ -168,7 +169,7 @@ def test_a_commit_whose_answer_is_lost_lands_once_and_one_that_failed_leaves_not
     kind, result = said[str(landed)]
     assert kind == "RESULT" and result["version"] == 1 and result["attempts"] == 1, result
     assert len(support.commits(landed)) == 2
-    snap = read_snapshot(landed)
+    snap = read_snapshot(landed, io=io_for(landed))
     assert snap.version == 1 and snap.txns.get("job") == 1
     assert parquet_files(landed) == {a.path for a in snap.add_files}
     report = check_table(landed, "v3")
@@ -183,7 +184,7 @@ def test_a_commit_whose_answer_is_lost_lands_once_and_one_that_failed_leaves_not
     assert "connection reset before the commit" in refusal["text"]
     assert "\tat " not in refusal["text"] and "Traceback" not in refusal["text"]
     assert len(support.commits(failed)) == 1
-    snap = read_snapshot(failed)
+    snap = read_snapshot(failed, io=io_for(failed))
     assert snap.version == 0 and "job" not in snap.txns
     assert parquet_files(failed) == {a.path for a in snap.add_files}
     report = check_table(failed, "v3")

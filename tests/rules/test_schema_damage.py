@@ -10,6 +10,7 @@ import pytest
 
 from icecompat_writer.checking.check import check_table
 from icecompat_writer.rules.schema import MalformedSchemaError
+from icecompat_writer.storage import io_for
 from icecompat_writer.upgrading.plan import plan_upgrade
 from tests.deltalog import logbuilder as lb
 
@@ -44,7 +45,7 @@ def test_the_checker_and_the_upgrade_plan_refuse_a_damaged_schema_alike(
     with pytest.raises(MalformedSchemaError, match=message):
         check_table(root, "v3")
     with pytest.raises(MalformedSchemaError, match=message):
-        plan_upgrade(root, "v3")
+        plan_upgrade(root, "v3", io=io_for(root))
     assert sorted((p.name, p.read_bytes()) for p in root.rglob("*") if p.is_file()) == before
 
 
@@ -54,6 +55,6 @@ def test_field_metadata_that_is_not_an_object_counts_as_none(tmp_path: Path) -> 
     root = _table(tmp_path / "t", json.dumps({"type": "struct", "fields": [field]}))
     report = check_table(root, "v3")
     assert not report.compliant
-    plan = plan_upgrade(root, "v3")
+    plan = plan_upgrade(root, "v3", io=io_for(root))
     planned = json.loads(plan.planned.metadata.schema_string)
     assert planned["fields"][0]["metadata"]["delta.columnMapping.id"] == 1

@@ -211,9 +211,10 @@ def test_handed_over_hadoop_settings_win_over_the_environment_in_their_fileio_on
         "fs.s3a.path.style.access": "true",
     }
     before = storage.options_for(path)  # this process's own sources (a live session's, else the env)
-    inside = storage.FileIO(hadoop=handed).options(path)
-    without = storage.FileIO().options(path)  # a request without settings: the process's own sources
-    again = storage.FileIO(hadoop=handed).options(path)
+    inside = storage.ObjectStoreFileIO(handed).options(path)
+    # a request without settings: the process's own sources
+    without = storage.ObjectStoreFileIO().options(path)
+    again = storage.ObjectStoreFileIO(handed).options(path)
     after = storage.options_for(path)
     assert inside.get("access_key") == "handed" and inside.get("secret_key") == "handed-secret"
     assert inside.get("endpoint") == "http://127.0.0.1:9" and inside.get("path_style") == "true"
@@ -233,13 +234,14 @@ def test_a_fileio_built_with_hadoop_settings_uses_them_whatever_the_process_hold
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "env-secret")
     path = s3("s3a://bkt/t")
     handed = {"fs.s3a.access.key": "handed", "fs.s3a.secret.key": "handed-secret"}
-    io = storage.FileIO(hadoop=handed)
-    storage.FileIO(hadoop={"fs.s3a.access.key": "other", "fs.s3a.secret.key": "other-secret"}).options(path)
+    io = storage.ObjectStoreFileIO(handed)
+    other = {"fs.s3a.access.key": "other", "fs.s3a.secret.key": "other-secret"}
+    storage.ObjectStoreFileIO(other).options(path)
     inside = io.options(path)
     assert inside.get("access_key") == "handed" and inside.get("secret_key") == "handed-secret"
     assert io.options(path) == inside
-    assert storage.FileIO().options(path).get("access_key") == storage.options_for(path).get("access_key")
-    assert storage.FileIO().options(path).get("access_key") != "handed"
+    own = storage.ObjectStoreFileIO().options(path).get("access_key")
+    assert own == storage.options_for(path).get("access_key") and own != "handed"
 
 
 def test_iceberg_properties_name_the_store_settings_as_pyiceberg_does(tmp_path: Path) -> None:
@@ -247,8 +249,8 @@ def test_iceberg_properties_name_the_store_settings_as_pyiceberg_does(tmp_path: 
     local location needs none."""
     from icecompat_writer import storage
 
-    io = storage.FileIO(
-        hadoop={
+    io = storage.ObjectStoreFileIO(
+        {
             "fs.azure.account.key.acct.dfs.core.windows.net": "KEY==",
             "fs.gs.project.id": "p",
             "fs.s3a.access.key": "AK",
@@ -264,4 +266,4 @@ def test_iceberg_properties_name_the_store_settings_as_pyiceberg_does(tmp_path: 
     assert (s3_props["s3.access-key-id"], s3_props["s3.secret-access-key"]) == ("AK", "SK")
     assert s3_props["s3.endpoint"] == "http://127.0.0.1:9000"
     assert s3_props["s3.force-virtual-addressing"] == "true"
-    assert io.iceberg_properties(tmp_path / "t") == {}
+    assert storage.io_for(tmp_path).iceberg_properties(tmp_path / "t") == {}

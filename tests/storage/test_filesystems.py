@@ -11,7 +11,15 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from icecompat_writer import driver_settings
-from icecompat_writer.storage import ObjectPath, filesystem, filesystem_kwargs, options_for, parse_location
+from icecompat_writer.storage import (
+    ObjectPath,
+    ObjectStoreFileIO,
+    filesystem,
+    filesystem_kwargs,
+    io_for,
+    options_for,
+    parse_location,
+)
 from icecompat_writer.storage.filesystems import clear_cache
 
 
@@ -76,3 +84,41 @@ def test_a_later_session_never_reads_the_settings_of_an_earlier_one(
     assert options_for(loc).get("access_key") is None  # no session: nothing remembered from the last
     running.append(_Session(s3_keys("FIRST", "first-secret")))
     assert filesystem(loc) is first_fs  # the same settings again: the same filesystem
+
+
+def test_a_later_sessions_fileio_never_reaches_the_store_with_an_earlier_ones_credentials(
+    running: list[_Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a write or an upgrade builds at its start (:func:`io_for` the table's root, with the
+    running session's settings) and what the rule service builds per request (the settings a driver
+    sent): each reaches the bucket with its own session's credentials, whatever ran before it in the
+    process."""
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(key, raising=False)
+    loc = parse_location("s3a://bucket/t/_delta_log/00000000000000000000.json")
+    assert isinstance(loc, ObjectPath)
+    running.append(_Session(s3_keys("FIRST", "first-secret")))
+    first = io_for("s3a://bucket/t")
+    assert isinstance(first, ObjectStoreFileIO)
+    assert first.options(loc).get("access_key") == "FIRST"
+    first_fs = first.filesystem(loc)
+
+    running.pop()
+    running.append(_Session(s3_keys("SECOND", "second-secret")))
+    second = io_for("s3a://bucket/t")
+    assert isinstance(second, ObjectStoreFileIO)
+    assert (second.options(loc).get("access_key"), second.options(loc).get("secret_key")) == (
+        "SECOND",
+        "second-secret",
+    )
+    assert second.filesystem(loc) is not first_fs
+    assert first.options(loc).get("access_key") == "SECOND"  # the running session's, never a remembered one
+
+    # settings handed over with a request: used by that request's FileIO only, never by another's
+    handed = ObjectStoreFileIO(s3_keys("HANDED", "handed-secret"))
+    other = ObjectStoreFileIO(s3_keys("OTHER", "other-secret"))
+    assert handed.options(loc).get("access_key") == "HANDED"
+    assert other.options(loc).get("access_key") == "OTHER"
+    assert handed.filesystem(loc) is not other.filesystem(loc)
+    assert handed.filesystem(loc) is ObjectStoreFileIO(s3_keys("HANDED", "handed-secret")).filesystem(loc)
+    assert second.options(loc).get("access_key") == "SECOND"

@@ -38,48 +38,51 @@ def bucket(s3_env: Any) -> str:
 def test_list_read_write_delete_round_trip(store: Store) -> None:
     where = store("t")
     root = parse_location(where.uri)
-    storage.write_bytes(root / "_delta_log/00000000000000000000.json", b'{"a":1}\n')
-    storage.write_bytes(root / "_delta_log/.hidden", b"x")
-    storage.write_bytes(root / "_delta_log/_sidecars/x.parquet", b"y")
-    storage.write_bytes(root / "part-0.parquet", b"0123456789")
+    io = storage.io_for(root)
+    assert isinstance(io, storage.ObjectStoreFileIO if store.kind != "local" else storage.LocalFileIO)
+    io.new_output(root / "_delta_log/00000000000000000000.json").write(b'{"a":1}\n')
+    io.new_output(root / "_delta_log/.hidden").write(b"x")
+    io.new_output(root / "_delta_log/_sidecars/x.parquet").write(b"y")
+    io.new_output(root / "part-0.parquet").write(b"0123456789")
 
-    listed = {e.name: e.size for e in storage.list_files(root / "_delta_log")}
+    listed = {e.name: e.size for e in io.list_files(root / "_delta_log")}
     # no dot-files, no sub-directories; a local listing carries no size (no stat per log file)
     assert listed == {"00000000000000000000.json": -1 if store.kind == "local" else 8}
-    tree = {e.location.relative_to(root).as_posix(): e.size for e in storage.list_tree(root)}
+    tree = {e.location.relative_to(root).as_posix(): e.size for e in io.list_tree(root)}
     assert tree == {
         "_delta_log/00000000000000000000.json": 8,
         "_delta_log/.hidden": 1,
         "_delta_log/_sidecars/x.parquet": 1,
         "part-0.parquet": 10,
     }
-    assert storage.read_bytes(root / "_delta_log/00000000000000000000.json") == b'{"a":1}\n'
-    assert storage.read_tail(root / "part-0.parquet", 4) == (b"6789", 10)
-    assert storage.read_tail(root / "part-0.parquet", 100) == (b"0123456789", 10)
-    assert storage.read_range(root / "part-0.parquet", 2, 3) == b"234"
-    assert storage.file_size(root / "part-0.parquet") == 10
-    assert storage.exists(root / "_delta_log") and not storage.exists(root / "nothing")
+    assert io.new_input(root / "_delta_log/00000000000000000000.json").read() == b'{"a":1}\n'
+    part = io.new_input(root / "part-0.parquet")
+    assert part.read_tail(4) == (b"6789", 10)
+    assert part.read_tail(100) == (b"0123456789", 10)
+    assert part.read_range(2, 3) == b"234"
+    assert len(part) == 10
+    assert io.new_input(root / "_delta_log").exists() and not io.new_input(root / "nothing").exists()
     # a missing one is no error; S3 reports a missing key as deleted, the others count what existed
-    deleted = storage.delete_files([root / "part-0.parquet", root / "gone.parquet"])
+    deleted = io.delete([root / "part-0.parquet", root / "gone.parquet"])
     assert deleted == (2 if store.kind == "s3a" else 1)
-    assert not storage.exists(root / "part-0.parquet")
+    assert not part.exists()
     assert f"{where.key}/part-0.parquet" not in where.digest()
     with pytest.raises(FileNotFoundError):
-        storage.read_bytes(root / "missing")
-    io = storage.FileIO()
+        io.new_input(root / "missing").read()
     assert io.is_directory(root / "_delta_log") and not io.is_directory(root / "nothing")
     assert not io.is_directory(root / "_delta_log/00000000000000000000.json")
 
 
 def test_deleting_the_last_object_of_a_prefix_leaves_no_directory_marker(s3_env: Any, bucket: str) -> None:
     root = obj(f"s3a://{bucket}/t")
-    storage.write_bytes(root / "_delta_log/00000000000000000000.json", b"{}\n")
+    io = storage.io_for(root)
+    io.new_output(root / "_delta_log/00000000000000000000.json").write(b"{}\n")
     before = s3_env.bucket_digest(bucket)
     written = [root / "ab/part-0.parquet", root / "cd/part-1.parquet", root / "part=x/part-2.parquet"]
     for p in written:
-        storage.write_bytes(p, b"data")
+        io.new_output(p).write(b"data")
     mark = s3_env.request_mark()
-    assert storage.delete_files(written) == 3
+    assert io.delete(written) == 3
     assert s3_env.bucket_digest(bucket) == before  # no "t/ab/" marker objects left behind
     deletes = [r for r in s3_env.requests_since(mark) if r[0] == "POST" and "delete" in r[1]]
     assert len(deletes) == 1  # one batch request
@@ -87,12 +90,13 @@ def test_deleting_the_last_object_of_a_prefix_leaves_no_directory_marker(s3_env:
 
 def test_missing_objects_and_directories_raise_file_not_found(s3_env: Any, bucket: str) -> None:
     root = obj(f"s3://{bucket}/none")
+    io = storage.io_for(root)
     with pytest.raises(FileNotFoundError):
-        storage.list_files(root / "_delta_log")
+        io.list_files(root / "_delta_log")
     with pytest.raises(FileNotFoundError):
-        storage.read_bytes(root / "x.json")
+        io.new_input(root / "x.json").read()
     with pytest.raises(FileNotFoundError):
-        storage.read_tail(root / "x.parquet", 10)
+        io.new_input(root / "x.parquet").read_tail(10)
 
 
 def test_create_if_absent_lets_exactly_one_of_many_concurrent_writers_win(
@@ -109,12 +113,13 @@ def test_create_if_absent_lets_exactly_one_of_many_concurrent_writers_win(
 
 
 def _race_creates(target: Location) -> None:
+    io = storage.io_for(target)
     results: dict[int, bool] = {}
     barrier = threading.Barrier(6)
 
     def attempt(i: int) -> None:
         barrier.wait()
-        results[i] = storage.create_if_absent(target, f"writer {i}".encode())
+        results[i] = io.new_output(target).create(f"writer {i}".encode())
 
     threads = [threading.Thread(target=attempt, args=(i,)) for i in range(6)]
     for t in threads:
@@ -123,9 +128,9 @@ def _race_creates(target: Location) -> None:
         t.join()
     winners = [i for i, won in results.items() if won]
     assert len(winners) == 1
-    assert storage.read_bytes(target) == f"writer {winners[0]}".encode()
-    assert storage.create_if_absent(target, b"late") is False
-    assert storage.read_bytes(target) == f"writer {winners[0]}".encode()
+    assert io.new_input(target).read() == f"writer {winners[0]}".encode()
+    assert io.new_output(target).create(b"late") is False
+    assert io.new_input(target).read() == f"writer {winners[0]}".encode()
 
 
 def test_create_if_absent_names_the_missing_extra(
@@ -134,34 +139,35 @@ def test_create_if_absent_names_the_missing_extra(
     with monkeypatch.context() as m:
         m.setitem(__import__("sys").modules, "boto3", None)  # as if boto3 were not installed
         with pytest.raises(SetupError, match=r"icecompat_writer\[s3\]"):
-            storage.create_if_absent(obj(f"s3a://{bucket}/t/x"), b"x")
+            storage.io_for(f"s3a://{bucket}/t").new_output(f"s3a://{bucket}/t/x").create(b"x")
     assert s3_env.bucket_digest(bucket) == {}
 
 
 def test_local_create_if_absent_and_regular_file_guard(tmp_path: Path) -> None:
     target = tmp_path / "metadata" / "v1.metadata.json"
-    assert storage.create_if_absent(target, b"one") is True
-    assert storage.create_if_absent(target, b"two") is False
+    io = storage.io_for(tmp_path)
+    assert io.new_output(target).create(b"one") is True
+    assert io.new_output(target).create(b"two") is False
     assert target.read_bytes() == b"one"
     assert sorted(p.name for p in target.parent.iterdir()) == ["v1.metadata.json"]  # no temporary left
     fifo = tmp_path / "pipe.json"
     os.mkfifo(fifo)
     with pytest.raises(NotRegularFileError, match="named pipe"):
-        storage.read_bytes(fifo)
+        io.new_input(fifo).read()
     with pytest.raises(NotRegularFileError, match="named pipe"):
-        storage.read_tail(fifo, 8)
-    assert [e.name for e in storage.list_files(tmp_path)] == []  # a pipe is not listed as a file
+        io.new_input(fifo).read_tail(8)
+    assert [e.name for e in io.list_files(tmp_path)] == []  # a pipe is not listed as a file
 
 
 def test_credentials_come_from_the_environment_and_wrong_ones_are_refused(s3_env: Any, bucket: str) -> None:
     """In a process without Spark (the CLI's case) the environment decides; a test process may hold
     the run's Spark session, whose Hadoop settings would come first, so this runs in a new one."""
-    storage.write_bytes(obj(f"s3a://{bucket}/k"), b"v")
+    storage.io_for(f"s3a://{bucket}").new_output(f"s3a://{bucket}/k").write(b"v")
     script = (
         "import sys\n"
         "from icecompat_writer import storage\n"
         "try:\n"
-        f"    print(storage.read_bytes(storage.parse_location('s3a://{bucket}/k')).decode())\n"
+        f"    print(storage.io_for('s3a://{bucket}').new_input('s3a://{bucket}/k').read().decode())\n"
         "except OSError as e:\n"
         "    print('OSError', type(e).__name__)\n"
     )
@@ -196,22 +202,24 @@ def test_map_bounded_keeps_order_and_bounds_threads() -> None:
 
 def test_local_directories_are_made_once_and_removed_only_when_empty(tmp_path: Path) -> None:
     meta = tmp_path / "metadata"
-    assert storage.make_directory(meta) is True
-    assert storage.make_directory(meta) is False  # there already: not this call's to remove
+    io = storage.io_for(tmp_path)
+    assert io.make_directory(meta) is True
+    assert io.make_directory(meta) is False  # there already: not this call's to remove
     (meta / "v1.metadata.json").write_bytes(b"{}")
-    assert storage.remove_empty_directory(meta) is False and meta.is_dir()
+    assert io.remove_empty_directory(meta) is False and meta.is_dir()
     (meta / "v1.metadata.json").unlink()
-    assert storage.remove_empty_directory(meta) is True and not meta.exists()
+    assert io.remove_empty_directory(meta) is True and not meta.exists()
     (tmp_path / "taken").write_bytes(b"x")
     with pytest.raises(FileExistsError):
-        storage.make_directory(tmp_path / "taken")
+        io.make_directory(tmp_path / "taken")
     # an object store has no directories: nothing to make, nothing to remove
-    assert storage.make_directory(ObjectPath("s3a", "bkt", "t/metadata")) is False
-    assert storage.remove_empty_directory(ObjectPath("s3a", "bkt", "t/metadata")) is False
+    remote = storage.io_for("s3a://bkt/t")
+    assert remote.make_directory(ObjectPath("s3a", "bkt", "t/metadata")) is False
+    assert remote.remove_empty_directory(ObjectPath("s3a", "bkt", "t/metadata")) is False
 
 
 def test_input_and_output_files_of_one_fileio(tmp_path: Path) -> None:
-    io = storage.FileIO()
+    io = storage.io_for(tmp_path)
     out = io.new_output(tmp_path / "a" / "f.bin")
     out.write(b"0123456789")
     assert out.create(b"other") is False
@@ -230,7 +238,7 @@ def test_input_and_output_files_of_one_fileio(tmp_path: Path) -> None:
 def test_a_fileio_answers_what_its_readers_would_otherwise_ask_of_the_location_type(tmp_path: Path) -> None:
     """Readers above the storage layer ask the FileIO, never the location's type: whether a location
     costs a request, whether a link leads out of a root, and a location relative to its root."""
-    io = storage.FileIO()
+    io = storage.io_for(tmp_path)
     root = tmp_path / "t"
     (root / "d").mkdir(parents=True)
     outside = tmp_path / "elsewhere"
@@ -238,10 +246,11 @@ def test_a_fileio_answers_what_its_readers_would_otherwise_ask_of_the_location_t
     (root / "d" / "f.bin").write_bytes(b"x")
     (root / "link").symlink_to(outside)
     remote_root = obj("s3a://bkt/t")
-    assert not io.is_remote(root) and io.is_remote(remote_root)
+    remote = storage.io_for(remote_root)
+    assert not io.remote and remote.remote
     assert not io.escapes(root, root / "d" / "f.bin")
     assert io.escapes(root, root / "link" / "f.bin")
-    assert not io.escapes(remote_root, remote_root / "link" / "f.bin")  # an object store has no links
+    assert not remote.escapes(remote_root, remote_root / "link" / "f.bin")  # an object store has no links
     assert storage.relative_text(root / "d" / "f.bin", root) == "d/f.bin"
     assert storage.relative_text(remote_root / "d" / "f.bin", remote_root) == "d/f.bin"
     assert storage.relative_text(tmp_path / "x", root) is None
@@ -251,7 +260,7 @@ def test_a_fileio_answers_what_its_readers_would_otherwise_ask_of_the_location_t
 
 
 def test_a_fileio_resolves_links_only_where_a_store_has_them(tmp_path: Path) -> None:
-    io = storage.FileIO()
+    io = storage.io_for(tmp_path)
     real = tmp_path / "real"
     (real / "d").mkdir(parents=True)
     (real / "d" / "f").write_bytes(b"x")
@@ -262,15 +271,16 @@ def test_a_fileio_resolves_links_only_where_a_store_has_them(tmp_path: Path) -> 
     assert io.resolved(tmp_path / "alias" / "d" / "f", dirs) == str(real / "d" / "f")
     assert dirs == {str(tmp_path / "alias" / "d"): str(real / "d")}  # one resolution per directory
     assert io.resolved(tmp_path / "alias" / "d" / "to-f", dirs) == str(real / "d" / "f")  # a linked file
-    assert io.resolved(obj("s3a://bkt/t/x")) == "s3a://bkt/t/x"
+    assert storage.io_for("s3a://bkt/t").resolved(obj("s3a://bkt/t/x")) == "s3a://bkt/t/x"
 
 
 def test_a_new_tables_directories_are_pruned_up_to_the_first_it_made(tmp_path: Path) -> None:
-    io = storage.FileIO()
+    io = storage.io_for(tmp_path)
+    remote = storage.io_for("s3a://bkt/t")
     root = tmp_path / "new" / "t"
     assert io.missing_ancestor(root) == tmp_path / "new"
     assert io.missing_ancestor(tmp_path) is None
-    assert io.missing_ancestor(obj("s3a://bkt/t")) is None  # an object store makes no directories
+    assert remote.missing_ancestor(obj("s3a://bkt/t")) is None  # an object store makes no directories
     (root / "p=1" / "q=2").mkdir(parents=True)
     (root / "kept").mkdir()
     (root / "kept" / "other-write.parquet").write_bytes(b"x")
@@ -283,7 +293,8 @@ def test_a_new_tables_directories_are_pruned_up_to_the_first_it_made(tmp_path: P
     (root / "kept" / "other-write.parquet").unlink()
     assert io.prune_empty_directories(root, [], whole_tree=True, up_to=tmp_path / "new") == 3
     assert not (tmp_path / "new").exists() and tmp_path.is_dir()
-    assert io.prune_empty_directories(obj("s3a://bkt/t"), [obj("s3a://bkt/t/p=1/f")], whole_tree=True) == 0
+    remote_root = obj("s3a://bkt/t")
+    assert remote.prune_empty_directories(remote_root, [remote_root / "p=1/f"], whole_tree=True) == 0
 
 
 def test_list_from_lists_only_the_names_after_the_key(store: Store) -> None:
@@ -291,12 +302,12 @@ def test_list_from_lists_only_the_names_after_the_key(store: Store) -> None:
     filter one listing; every store answers the same names, in order."""
     where = store("t")
     log = parse_location(where.uri) / "_delta_log"
+    io = storage.io_for(where.uri)
     names = ["00000000000000000001.json", "00000000000000000002.crc", "00000000000000000002.json", "_x"]
     for name in names:
-        storage.write_bytes(log / name, b"{}")
-    storage.write_bytes(log / "_sidecars/00000000000000000003.parquet", b"y")  # not in this directory
-    storage.write_bytes(log / ".00000000000000000004.json.crc", b"z")  # a hidden file is not listed
-    io = storage.FileIO()
+        io.new_output(log / name).write(b"{}")
+    io.new_output(log / "_sidecars/00000000000000000003.parquet").write(b"y")  # not in this directory
+    io.new_output(log / ".00000000000000000004.json.crc").write(b"z")  # a hidden file is not listed
     listed = io.list_from(log, "00000000000000000001.~")
     assert [e.name for e in listed] == names[1:]
     assert all(e.size == (-1 if store.kind == "local" else 2) for e in listed)
@@ -304,3 +315,24 @@ def test_list_from_lists_only_the_names_after_the_key(store: Store) -> None:
     assert io.list_from(log, "~") == []
     with pytest.raises(FileNotFoundError):
         io.list_from(parse_location(where.uri) / "missing", "")
+
+
+def test_a_tables_fileio_is_chosen_by_its_root_and_reaches_only_its_store(tmp_path: Path) -> None:
+    """:func:`io_for` decides once, from the root, which FileIO reaches the table; a location of the
+    other kind is refused (a table's files all live in its own store), and so is a scheme no store
+    serves."""
+    local, remote = storage.io_for(tmp_path), storage.io_for("s3a://bkt/t")
+    assert isinstance(local, storage.LocalFileIO) and isinstance(remote, storage.ObjectStoreFileIO)
+    assert isinstance(storage.io_for(f"file://{tmp_path}"), storage.LocalFileIO)
+    for uri in (
+        "gs://b/t",
+        "abfss://c@acct.dfs.core.windows.net/t",
+        "wasbs://c@acct.blob.core.windows.net/t",
+    ):
+        assert isinstance(storage.io_for(uri), storage.ObjectStoreFileIO)
+    with pytest.raises(ValueError, match="not a local path"):
+        local.new_input("s3a://bkt/t/x")
+    with pytest.raises(ValueError, match="is a local path"):
+        remote.new_output(tmp_path / "x")
+    with pytest.raises(storage.UnsupportedSchemeError):
+        storage.io_for("hdfs://nn/t")

@@ -43,7 +43,7 @@ def test_options_come_from_the_session_hadoop_conf(
     assert kw["access_key"] == s3_server.access_key and kw["region"] == s3_server.region
 
     s3_server.client().put_object(Bucket=bucket, Key="t/x.json", Body=b"through the session")
-    assert storage.read_bytes(loc) == b"through the session"
+    assert storage.io_for(loc).new_input(loc).read() == b"through the session"
 
 
 def test_per_bucket_settings_of_the_session_override_global_ones(

@@ -13,6 +13,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from icecompat_writer.errors import CompatViolation, UpgradeRefused
+from icecompat_writer.storage import io_for
 from icecompat_writer.upgrading import plan_upgrade, upgrade_table
 from icecompat_writer.upgrading.generated import volatile_function
 from icecompat_writer.writing.api import compat_write
@@ -65,7 +66,7 @@ def test_the_plan_refuses_before_any_file(
     )
     before = support.tree_state(root)
     with pytest.raises(UpgradeRefused) as info:
-        plan_upgrade(root, "v3")
+        plan_upgrade(root, "v3", io=io_for(root))
     assert type(info.value) is UpgradeRefused
     (v,) = info.value.violations
     assert (v.rule, v.path, v.observed) == (RULE, "g", expression)
@@ -79,12 +80,14 @@ def test_deterministic_or_unenforced_expressions_are_planned(tmp_path: Path) -> 
     kept = generated_table(
         tmp_path / "det", "id * 2", values=[2, 4, 6], arrow_type=pa.int64(), delta_type="long"
     )
-    assert [f.path for f in plan_upgrade(kept, "v3").rewrite]  # rewritten for field ids, not refused
+    assert [
+        f.path for f in plan_upgrade(kept, "v3", io=io_for(kept)).rewrite
+    ]  # rewritten for field ids, not refused
     # writer version 2: delta-spark ignores the expression, and so does the upgrade
     ignored = generated_table(
         tmp_path / "w2", "CAST(now() AS DATE)", protocol={"minReaderVersion": 1, "minWriterVersion": 2}
     )
-    assert plan_upgrade(ignored, "v3").needed
+    assert plan_upgrade(ignored, "v3", io=io_for(ignored)).needed
 
 
 @pytest.mark.spark

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from icecompat_writer import sessions
 from icecompat_writer.errors import SetupError
 from icecompat_writer.jvm import bridge
+from icecompat_writer.storage import io_for
 from icecompat_writer.writing import api, transaction
 from icecompat_writer.writing.api import compat_write
 from tests import support
@@ -58,9 +59,14 @@ def test_a_commit_that_loses_a_race_is_replanned(
 def test_a_landed_commit_is_found_by_its_files(spark: SparkSession, table_path: Path) -> None:
     compat_write(spark.range(2), str(table_path))
     second = compat_write(spark.range(2, 5), str(table_path), mode="append")
-    assert transaction.landed_version(str(table_path), 0, set(second.files)) == 1
-    assert transaction.landed_version(str(table_path), 1, set(second.files)) is None
-    assert transaction.landed_version(str(table_path), 0, {"not-a-file.parquet"}) is None
+    assert transaction.landed_version(str(table_path), 0, set(second.files), io=io_for(str(table_path))) == 1
+    assert (
+        transaction.landed_version(str(table_path), 1, set(second.files), io=io_for(str(table_path))) is None
+    )
+    assert (
+        transaction.landed_version(str(table_path), 0, {"not-a-file.parquet"}, io=io_for(str(table_path)))
+        is None
+    )
 
 
 @pytest.mark.spark
