@@ -25,7 +25,7 @@ import pyarrow
 
 from icecompat_writer.checking.report import JSON_FORMAT, Report, reports_to_json, violation_file
 from icecompat_writer.deltalog.snapshot import read_snapshot
-from icecompat_writer.errors import IcecompatError, TableReadError, Violation
+from icecompat_writer.errors import IcecompatError, TableReadError
 from icecompat_writer.evidence.live_files import (
     DELETION_VECTOR_CARDINALITY,
     MISSING_DATA_FILE,
@@ -45,7 +45,8 @@ from icecompat_writer.evidence.live_files import (
     snapshot_facts,
 )
 from icecompat_writer.perf import gc_paused
-from icecompat_writer.planning import PROFILES, get_profile, judge
+from icecompat_writer.planning import get_profile
+from icecompat_writer.rules import verdict
 from icecompat_writer.rules.detection import WRITER_PROFILES, declared_profile, held_profile
 from icecompat_writer.storage import FileIO, io_for
 
@@ -150,29 +151,18 @@ def check_table(
         raise _unreadable(path, e) from e
     findings.extend(dv_findings)
 
-    # An audit of the table as committed: no previous state (the replace rules judge writes), and
-    # Delta's own write rules (``DELTA-WRITE-*``) on its properties: those in the Hadoop, Parquet and
-    # Spark namespaces reach the Hadoop configuration of every later write. Without a profile each
-    # one is judged for the candidates, and the write rules once.
-    metadata, protocol = snapshot.metadata, snapshot.protocol
-    candidates: dict[str, int] = {}
-    violations: list[Violation] = []
-    for name in PROFILES if chosen is None else ():
-        found = judge(name, metadata, protocol, None, file_facts)
-        candidates[name] = len(found)
-        violations.extend(found)
-    violations.extend(judge(chosen, metadata, protocol, None, file_facts, table_properties=True))
-    violations.sort()
+    # An audit of the table as committed (without a profile, each one is a candidate)
+    audit = verdict.decide(verdict.Audit(chosen, snapshot.metadata, snapshot.protocol, file_facts))
     return Report(
         table=str(snapshot.table_root),
         version=snapshot.version,
         profile=chosen,
         declared=declared,
-        violations=tuple(violations),
+        violations=audit.violations,
         findings=tuple(findings),
         files_total=len(snapshot.files),
         files_checked=seen.files_read,
-        candidates=candidates,
+        candidates=dict(audit.candidates),
         files_selected=seen.files_selected,
         files_option=files.strip().lower(),
         checkpoint_version=snapshot.checkpoint_version,

@@ -1,9 +1,9 @@
 """Whether a Delta table version may be converted: the rule catalog first, then the emitter's own checks.
 
 Compliance is decided by the same rule catalog the writer enforces and ``icecompat check`` reports
-(:func:`icecompat_writer.planning.judge`), for the profile the table declares, so the emitter never
-re-implements a rule and can never disagree with the checker about what "compliant" means. Which rules
-apply is chosen by :func:`rule_set_for`:
+(:func:`icecompat_writer.rules.verdict.decide`, at the ``IcebergRead`` moment), for the profile the
+table declares, so the emitter never re-implements a rule and can never disagree with the checker about
+what "compliant" means. Which rules apply is chosen by :func:`rule_set_for`:
 
 - a table that declares a profile (``delta.enableIcebergCompatV3``, ``delta.enableIcebergWriterCompatV1``,
   ``delta.enableIcebergWriterCompatV3``; :func:`icecompat_writer.rules.detection.declared_profile`) is
@@ -30,7 +30,8 @@ from types import MappingProxyType
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import CompatViolation, Violation
 from icecompat_writer.facts import DataFileFacts
-from icecompat_writer.planning import DEFAULT_PROFILE, PROFILES, Profile, judge
+from icecompat_writer.planning import DEFAULT_PROFILE, PROFILES, Profile
+from icecompat_writer.rules import verdict
 from icecompat_writer.rules.detection import declared_profile
 from icecompat_writer.schema import CM_MODE
 
@@ -192,7 +193,8 @@ def table_violations(
     """
     rules = rule_set_for(metadata)
     # the table as an Iceberg reader meets it: delta-spark's limits on writing it are not Iceberg's
-    out = judge(rules.profile, metadata, protocol, None, files, engine_limits=False)
+    read = verdict.IcebergRead(rules.profile, metadata, protocol, tuple(files))
+    out = list(verdict.decide(read).violations)
     out.extend(_emitter_violations(rules, metadata, format_version))
     if out:
         return None, out

@@ -4,15 +4,17 @@ One JSON object per line each way. A request is one of the frozen dataclasses be
 ``op``; :func:`parse_request` builds it from the decoded JSON and refuses (:class:`ProtocolError`,
 naming the key) an unknown operation, an unknown key, a missing required key or a value of the wrong
 JSON type, so a driver and a service that disagree about a message fail on the first request instead
-of judging a write from a key one side never sent. An answer is an :class:`Answer`;
-:func:`serialize_answer` refuses a key the protocol does not define.
+of judging a write from a key one side never sent. Each operation's answer has a type of its own
+(:data:`ANSWERS`: :class:`PlanMetadataAnswer`, ...; any of them may be an :class:`ErrorAnswer`);
+:func:`serialize_answer` refuses a key the operation's answer type does not define.
 
 The Java counterparts are ``io.icecompat.shim.guard.ServiceMessages`` (the same operations, keys
-and :data:`PROTOCOL_VERSION`). The first request of every service process is ``hello``, carrying the
-driver's protocol version: the service answers its own, and either side refuses a difference
-(:func:`check_hello` here; ``RuleServiceMismatchException`` in the JVM, which the Spark adapter
-raises as :class:`icecompat_writer.errors.RuleServiceMismatch`). Change :data:`PROTOCOL_VERSION`
-with any change of a message, on both sides at once.
+and :data:`PROTOCOL_VERSION`) and ``ServiceAnswers`` (each operation's answer keys and their JSON
+types, the only names the JVM reads answers by). The first request of every service process is
+``hello``, carrying the driver's protocol version: the service answers its own, and either side
+refuses a difference (:func:`check_hello` here; ``RuleServiceMismatchException`` in the JVM, which
+the Spark adapter raises as :class:`icecompat_writer.errors.RuleServiceMismatch`). Change
+:data:`PROTOCOL_VERSION` with any change of a message, on both sides at once.
 """
 
 from __future__ import annotations
@@ -26,15 +28,24 @@ from typing import Any, ClassVar, TypedDict
 from icecompat_writer.errors import IcecompatError
 
 __all__ = [
+    "ANSWERS",
     "PROTOCOL_VERSION",
     "Answer",
     "CheckCommit",
+    "CheckCommitAnswer",
+    "ErrorAnswer",
     "Hello",
+    "HelloAnswer",
     "Ping",
+    "PingAnswer",
     "PlanMetadata",
+    "PlanMetadataAnswer",
     "ProtocolError",
+    "Refusal",
     "Request",
     "Sync",
+    "SyncAnswer",
+    "answer_keys",
     "check_hello",
     "parse_request",
     "serialize_answer",
@@ -218,20 +229,69 @@ def parse_request(raw: Any) -> Request:
     return cls(**values)
 
 
-class Answer(TypedDict, total=False):
-    """Every key an answer may carry; each operation answers the subset its docstring names."""
+class ErrorAnswer(TypedDict):
+    """The answer to any request that failed (the JVM then refuses the write, or logs a failed sync)."""
+
+    error: str
+
+
+class HelloAnswer(TypedDict, total=False):
+    """``hello``: the service's protocol version; ``error`` too when it differs from the driver's."""
 
     ok: bool
-    error: str
     protocol: int
+    error: str
+
+
+class PingAnswer(TypedDict):
+    """``ping``: the package version and the protocol version."""
+
+    ok: bool
     version: str
+    protocol: int
+
+
+class Refusal(TypedDict):
+    """A refused ``plan_metadata`` or ``check_commit``: the report, the violations (as
+    :class:`~icecompat_writer.errors.Violation` fields) and the data files to delete."""
+
+    ok: bool
+    profile: str | None
+    report: str
+    violations: list[dict[str, Any]]
+    delete: list[str]
+
+
+class PlanMetadataAnswer(TypedDict, total=False):
+    """``plan_metadata``: the compliant metadata to use instead (null: Delta's proposal complies or no
+    profile applies) and the changes made, or a :class:`Refusal`."""
+
+    ok: bool
     profile: str | None
     metadata: JsonObject | None
     changes: list[str]
     report: str
     violations: list[dict[str, Any]]
     delete: list[str]
+
+
+class CheckCommitAnswer(TypedDict, total=False):
+    """``check_commit``: passed, with ``sync`` when the table asks for Iceberg, or a :class:`Refusal`."""
+
+    ok: bool
+    profile: str | None
+    report: str
+    violations: list[dict[str, Any]]
+    delete: list[str]
     sync: dict[str, str]
+
+
+class SyncAnswer(TypedDict, total=False):
+    """``sync``: the version converted, the lag, the metadata file, the catalog's action, and when the
+    sync failed a ``warning`` for the JVM to log."""
+
+    ok: bool
+    profile: str | None
     converted_version: int | None
     lag: int | None
     metadata_location: str | None
@@ -239,15 +299,38 @@ class Answer(TypedDict, total=False):
     warning: str
 
 
-def serialize_answer(answer: Answer) -> str:
-    """One answer as the JSON line the JVM reads; a key the protocol does not define is refused."""
-    unknown = sorted(set(answer) - set(Answer.__annotations__))
+Answer = (
+    ErrorAnswer | HelloAnswer | PingAnswer | Refusal | PlanMetadataAnswer | CheckCommitAnswer | SyncAnswer
+)
+
+# Per operation, the type of its answer (every answer may be an ErrorAnswer instead). The Java
+# counterpart is io.icecompat.shim.guard.ServiceAnswers, which declares the same keys and JSON types.
+ANSWERS: dict[str, type[Any]] = {
+    Hello.op: HelloAnswer,
+    Ping.op: PingAnswer,
+    PlanMetadata.op: PlanMetadataAnswer,
+    CheckCommit.op: CheckCommitAnswer,
+    Sync.op: SyncAnswer,
+}
+
+
+def answer_keys(op: str | None) -> frozenset[str]:
+    """The keys an answer to ``op`` may carry (an unknown operation's answer is an error)."""
+    own = ANSWERS.get(op, ErrorAnswer) if op is not None else ErrorAnswer
+    return frozenset(own.__annotations__) | frozenset(ErrorAnswer.__annotations__)
+
+
+def serialize_answer(answer: Answer, op: str | None = None) -> str:
+    """One answer to ``op`` as the JSON line the JVM reads; a key the operation's answer type does not
+    define is refused (``op`` None: any operation's key is accepted)."""
+    known = answer_keys(op) if op is not None else frozenset().union(*map(answer_keys, ANSWERS))
+    unknown = sorted(set(answer) - known)
     if unknown:
         raise ProtocolError(f"rule service answer: unknown key {unknown[0]!r}")
     return json.dumps(answer, separators=(",", ":"))
 
 
-def check_hello(request: Hello) -> Answer:
+def check_hello(request: Hello) -> HelloAnswer:
     """The service's side of the handshake: its protocol version, or a refusal naming both."""
     if request.protocol != PROTOCOL_VERSION:
         return {

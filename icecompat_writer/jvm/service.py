@@ -84,6 +84,7 @@ from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.deltalog.paths import resolve_data_path, table_root_path
 from icecompat_writer.errors import CompatViolation, Violation
 from icecompat_writer.evidence.footers import FooterReadError, decode_footer, file_facts
+from icecompat_writer.facts import DataFileFacts
 from icecompat_writer.iceberg.sync import (
     CATALOG_PROPERTY,
     ENABLED_FORMATS,
@@ -92,12 +93,30 @@ from icecompat_writer.iceberg.sync import (
     sync_requested,
 )
 from icecompat_writer.jvm import protocol
-from icecompat_writer.jvm.protocol import Answer, CheckCommit, PlanMetadata, Request, Sync
-from icecompat_writer.planning import judge, plan, validate
-from icecompat_writer.rules.detection import WRITER_PROFILES, declared_profile, held_profile
-from icecompat_writer.rules.evaluate import finding_violation
-from icecompat_writer.rules.model import Finding, Scope
-from icecompat_writer.rules.writes import check_properties
+from icecompat_writer.jvm.protocol import (
+    Answer,
+    CheckCommit,
+    CheckCommitAnswer,
+    PingAnswer,
+    PlanMetadata,
+    PlanMetadataAnswer,
+    Refusal,
+    Request,
+    Sync,
+    SyncAnswer,
+)
+from icecompat_writer.planning import plan
+from icecompat_writer.rules.verdict import (
+    CommandAhead,
+    Declaration,
+    GuardedCommit,
+    MetadataChange,
+    Plan,
+    asked_properties,
+    awaits_command,
+    commit_profile,
+    decide,
+)
 from icecompat_writer.version import __version__
 
 __all__ = ["handle", "main"]
@@ -106,29 +125,9 @@ __all__ = ["handle", "main"]
 _FEATURE_PROPERTY = "delta.feature.{}"
 
 
-def _profile_for(requested: str, *configurations: Mapping[str, str] | None) -> str | None:
-    """The session's profile when it names one, else the one the table declares (new, then old)."""
-    if requested:
-        return requested
-    for conf in configurations:
-        if conf is not None:
-            found = declared_profile(conf)
-            if found is not None:
-                return found
-    return None
-
-
-def _held_profile(state: Any) -> str | None:
-    """The profile a table state is held to: the one its properties declare, else the writer
-    profile its protocol lists (a table keeps a writer-compat feature whatever its properties say)."""
-    if state is None:
-        return None
-    return held_profile(state.metadata.configuration, state.protocol)
-
-
 def _refusal(
     profile: str, violations: list[Violation], context: str, delete: list[str] | None = None
-) -> Answer:
+) -> Refusal:
     return {
         "ok": False,
         "profile": profile,
@@ -138,7 +137,7 @@ def _refusal(
     }
 
 
-def _plan_metadata(req: PlanMetadata, io: storage.FileIO) -> Answer:
+def _plan_metadata(req: PlanMetadata, io: storage.FileIO) -> PlanMetadataAnswer | Refusal:
     proposed = new = Metadata.from_json(req.new_metadata)
     previous = None
     if req.table_exists:
@@ -148,43 +147,36 @@ def _plan_metadata(req: PlanMetadata, io: storage.FileIO) -> Answer:
         )
         if req.creating:
             new = _keep_mapping_mode(new, previous.metadata)
-    held = _held_profile(previous)
-    requested = req.profile
-    target = _switch_target(held, declared_profile(new.configuration))
-    profile = requested or target or held
+    where = f"in the metadata of {req.table}"
+    change = decide(MetadataChange(req.profile, new, previous, req.creating))
+    if change.refused:
+        return _refusal(str(change.profile), list(change.violations), where)
+    profile = change.profile
     if profile is None:
         return {"ok": True, "profile": None, "metadata": None}
-    where = f"in the metadata of {req.table}"
-    if previous is not None and not req.creating and held is not None and target is None:
-        # An ALTER that switches the table's profile off or down (SET ... 'false', UNSET): refused,
-        # never planned back (a planned-back property would make the UNSET a silent no-op).
-        dropped = validate(held, new, previous.protocol, previous)
-        enabling = [v for v in dropped if v.rule.endswith("-ENABLED")]
-        if dropped:
-            return _refusal(held, enabling or dropped, where)
-    problems = _write_rule_violations(new, previous)
-    if problems:
-        return _refusal(profile, problems, where)
     try:
         planned = plan(profile, new, previous.protocol if previous else None, previous)
     except CompatViolation as e:
         return _refusal(profile, list(e.violations), where)
-    if previous is not None and not req.creating and profile != held:
-        stale = _files_below(profile, planned, previous, str(req.table), io)
-        if stale:
-            return _refusal(profile, stale, where)
+    if change.declares and previous is not None:
+        facts = _live_facts(str(req.table), io)
+        stale = decide(Declaration(profile, planned.metadata, planned.protocol, previous, facts))
+        if stale.refused:
+            return _refusal(profile, list(stale.violations), where)
     # Delta's write rules on the planned state, as compat_write's; an ALTER TABLE ... SET TBLPROPERTIES
     # (the JVM sends its properties) is also held to what delta-spark refuses of that command.
-    problems = judge(
-        None,
-        planned.metadata,
-        planned.protocol,
-        previous,
-        asked=_asked(new, previous),
-        set_properties=req.command_properties is not None,
+    judged = decide(
+        Plan(
+            None,
+            planned.metadata,
+            planned.protocol,
+            previous,
+            asked=asked_properties(new, previous),
+            alter=req.command_properties is not None,
+        )
     )
-    if problems:
-        return _refusal(profile, problems, where)
+    if judged.refused:
+        return _refusal(profile, list(judged.violations), where)
     if not planned.changed and new == proposed:
         return {"ok": True, "profile": profile, "metadata": None}
     # Delta derives the protocol from the metadata after this point; the features the plan needs
@@ -202,61 +194,21 @@ def _plan_metadata(req: PlanMetadata, io: storage.FileIO) -> Answer:
     }
 
 
-# Profile moves a metadata change may make (the files permitting): from no profile to any, and from
-# v3 to writer-v3 (which holds everything v3 holds). Any other change of the declared profile drops
-# requirements the table's readers rely on.
-_UPGRADES = frozenset({("v3", "writer-v3")})
-
-
-def _switch_target(held: str | None, declared: str | None) -> str | None:
-    """The profile a metadata change moves the table to, or None when it moves it to none or down."""
-    if declared is None or held is None or declared == held or (held, declared) in _UPGRADES:
-        return declared
-    return None
-
-
-def _asked(new: Any, previous: Any) -> dict[str, str]:
-    """The properties this metadata change sets (new keys and changed values)."""
-    old = previous.metadata.configuration if previous is not None else {}
-    return {k: v for k, v in new.configuration.items() if old.get(k) != v}
-
-
-def _write_rule_violations(new: Any, previous: Any) -> list[Violation]:
-    """Delta's own write rules (``DELTA-WRITE-*``, as compat_write runs them) on a guarded
-    metadata change: table properties that would reach the Hadoop configuration of every write."""
-    problems: list[Violation] = []
-    check_properties(_asked(new, previous), problems)
-    return problems
-
-
-def _files_below(
-    profile: str, planned: Any, previous: Any, table: str, io: storage.FileIO
-) -> list[Violation]:
-    """A metadata-only switch to ``profile``: the live files must already meet it.
-
-    Declaring a profile changes no data file, so every live file (its footer and its AddFile) is
-    held to the profile before the declaration may land; otherwise the table would declare what its
-    files do not meet. The fix is a rewrite of the files, which ``icecompat upgrade`` does.
-    """
+def _live_facts(table: str, io: storage.FileIO) -> list[DataFileFacts]:
+    """The facts of every live file of ``table`` (footers and AddFiles), for a metadata-only change
+    that declares a profile: the verdict holds them to it."""
     root = _local_root(table)
-    snapshot = read_snapshot(root, io=io)
-    adds = list(snapshot.add_files)
+    adds = list(read_snapshot(root, io=io).add_files)
     if not adds:
         return []
     # an object store's reads overlap (latency-bound); local footers use few threads or none
-    facts = list(
+    return list(
         storage.map_bounded(
             lambda add: file_facts(root, add, io=io),
             adds,
             storage.footer_readers(io, len(adds)),
         )
     )
-    found = validate(profile, planned.metadata, planned.protocol, previous, files=facts, scopes=[Scope.FILE])
-    hint = (
-        "this change declares the profile without rewriting a file: run `icecompat upgrade` on the table "
-        f"(profile {profile}) to rewrite its files, then the files meet it"
-    )
-    return [dataclasses.replace(v, fix=f"{v.fix}; {hint}") for v in found]
 
 
 def _keep_mapping_mode(new: Any, old: Any) -> Any:
@@ -291,7 +243,7 @@ def _supplied_facts(add: Any, supplied: Mapping[str, Any], io: storage.FileIO) -
         return dataclasses.replace(facts, footer_error=f"{add.path}: {e.reason}")
 
 
-def _check_commit(req: CheckCommit, io: storage.FileIO) -> Answer:
+def _check_commit(req: CheckCommit, io: storage.FileIO) -> CheckCommitAnswer | Refusal:
     """The last check before a commit file is written: the same rules whatever the table's store.
 
     A local table's previous state and new footers are read here; for a table on an object store the
@@ -328,10 +280,6 @@ def _check_commit(req: CheckCommit, io: storage.FileIO) -> Answer:
             adds.append(AddFile.from_json(action["add"]))
     if protocol is None or metadata is None:
         return {"ok": True, "profile": None}
-    state_after = TableState(protocol, metadata)
-    held = _held_profile(previous)
-    requested = req.profile
-    profile = _profile_for(requested, metadata.configuration) or _held_profile(state_after) or held
 
     def delete() -> list[str]:
         if supplied:  # add paths: the JVM resolves them and keeps only the attempt's own
@@ -343,16 +291,18 @@ def _check_commit(req: CheckCommit, io: storage.FileIO) -> Answer:
                 out.append(str(local))
         return out
 
-    synced: Answer = {} if req.opted_out else _sync_wanted(metadata.configuration)
+    synced: CheckCommitAnswer = {} if req.opted_out else _sync_wanted(metadata.configuration)
     pending = _declared_later(req, previous, metadata, delete, io)
     if pending is not None:
         return pending
-    if profile is None:
+    # no file is read for a commit no profile applies to, nor for a session that switched the guard off
+    if commit_profile(req.profile, metadata, protocol, previous) is None:
         return {"ok": True, "profile": None, **synced}
     if req.opted_out:
-        if profile not in WRITER_PROFILES:
+        unjudged = decide(GuardedCommit(req.profile, metadata, protocol, previous, opted_out=True))
+        if not unjudged.refused:
             return {"ok": True, "profile": None}
-        return {"ok": False, "profile": profile, "report": "", "violations": [], "delete": delete()}
+        return {"ok": False, "profile": unjudged.profile, "report": "", "violations": [], "delete": delete()}
     context = f"in commit {version} of {root}"
     outside = [a.path for a in adds if resolve_data_path(root, a.path) is None]
     if supplied:
@@ -360,16 +310,14 @@ def _check_commit(req: CheckCommit, io: storage.FileIO) -> Answer:
         facts = [_supplied_facts(add, footers, io) for add in adds]
     else:
         facts = [file_facts(root, add, io=io) for add in adds]
-    violations = _features_ahead(profile, protocol, previous)
-    violations += judge(
-        profile, metadata, protocol, previous, facts, outside=outside, footers_required=True
-    )
-    if not violations:
+    verdict = decide(GuardedCommit(req.profile, metadata, protocol, previous, facts, outside))
+    profile = str(verdict.profile)
+    if not verdict.refused:
         return {"ok": True, "profile": profile, **synced}
-    return _refusal(profile, violations, context, delete())
+    return _refusal(profile, list(verdict.violations), context, delete())
 
 
-def _sync_wanted(configuration: Mapping[str, str]) -> Answer:
+def _sync_wanted(configuration: Mapping[str, str]) -> CheckCommitAnswer:
     """``{"sync": {...}}`` when the committed table asks for Iceberg, else ``{}``.
 
     The JVM sends the value back in its ``sync`` request once the commit file exists: the table
@@ -381,7 +329,7 @@ def _sync_wanted(configuration: Mapping[str, str]) -> Answer:
     return {"sync": {k: str(configuration[k]) for k in keys if k in configuration}}
 
 
-def _sync(req: Sync, io: storage.FileIO) -> Answer:
+def _sync(req: Sync, io: storage.FileIO) -> SyncAnswer:
     """Iceberg metadata (and catalog) after a guarded commit: :func:`.iceberg.sync.sync_after_commit`.
 
     Its warning is not printed here but answered (``warning``), for the JVM to log in the driver; and
@@ -400,7 +348,7 @@ def _sync(req: Sync, io: storage.FileIO) -> Answer:
             req.identifier or None,
             io=io,
         )
-    answer: Answer = {
+    answer: SyncAnswer = {
         "ok": synced.error is None,
         "profile": None,
         "converted_version": synced.converted_version,
@@ -415,7 +363,7 @@ def _sync(req: Sync, io: storage.FileIO) -> Answer:
 
 def _declared_later(
     req: CheckCommit, previous: Any, metadata: Any, delete: Any, io: storage.FileIO
-) -> Answer | None:
+) -> Refusal | None:
     """A commit made before the metadata its command sets: judged by what that metadata will be.
 
     delta-spark turns row tracking on in several commits (the protocol upgrade, the backfill that
@@ -426,10 +374,8 @@ def _declared_later(
     same violations, except the row ids the command's own backfill assigns.
     """
     asked = req.command_properties or {}
-    if not asked or previous is None or req.opted_out:
-        return None
-    if all(_same(metadata.configuration.get(k), v) for k, v in asked.items()):
-        return None  # the command's own metadata commit: plan_metadata judged it
+    if previous is None or req.opted_out or not awaits_command(asked, metadata.configuration):
+        return None  # no command ahead, or the command's own metadata commit: plan_metadata judged it
     answer = _plan_metadata(
         PlanMetadata(
             table=req.table,
@@ -447,44 +393,15 @@ def _declared_later(
     )
     if answer.get("ok") or not answer.get("violations"):
         return None
-    backfill = _same(asked.get("delta.enableRowTracking"), "true")
-    violations = [
-        Violation(**v)
-        for v in answer["violations"]
-        if not (backfill and v["rule"] == "ICV3-ROW-IDS-ASSIGNED")
-    ]
-    if not violations:
+    refused = [Violation(**v) for v in answer["violations"]]
+    verdict = decide(CommandAhead(asked, str(answer.get("profile")), refused))
+    if not verdict.refused:
         return None
     context = (
         f"in commit {req.version} of {req.table}, the first of a command that sets "
         + ", ".join(sorted(str(k) for k in asked))
     )
-    return _refusal(str(answer.get("profile")), violations, context, delete())
-
-
-def _same(value: Any, wanted: Any) -> bool:
-    return value is not None and str(value).strip().lower() == str(wanted).strip().lower()
-
-
-def _features_ahead(profile: str, protocol: Any, previous: Any) -> list[Violation]:
-    """A commit that adds ``rowTracking`` to a ``writer-v1`` table's protocol is refused.
-
-    IcebergWriterCompatV1 allows the feature only inactive, and delta-spark adds it as the first of
-    the commits that turn row tracking on (protocol, backfill, then the property). Refusing the
-    property at the last commit would leave the first two landed; refusing the feature here keeps
-    the table as it was.
-    """
-    if profile != "writer-v1" or previous is None:
-        return []
-    added = set(protocol.writer_features or ()) - set(previous.protocol.writer_features or ())
-    if "rowTracking" not in added:
-        return []
-    added_feature = Finding(
-        observed="the commit adds the rowTracking table feature",
-        expected="no rowTracking",
-        values={"key": "delta.enableRowTracking"},
-    )
-    return [finding_violation(profile, "IWC1-NO-ROW-TRACKING", added_feature)]
+    return _refusal(str(verdict.profile), list(verdict.violations), context, delete())
 
 
 def _present(req: Request, key: str, value: Any) -> Any:
@@ -500,7 +417,8 @@ def _answer(req: Request, io: storage.FileIO) -> Answer:
     if isinstance(req, protocol.Hello):
         return protocol.check_hello(req)
     if isinstance(req, protocol.Ping):
-        return {"ok": True, "version": __version__, "protocol": protocol.PROTOCOL_VERSION}
+        pong: PingAnswer = {"ok": True, "version": __version__, "protocol": protocol.PROTOCOL_VERSION}
+        return pong
     if isinstance(req, PlanMetadata):
         return _plan_metadata(req, io)
     if isinstance(req, CheckCommit):
@@ -539,13 +457,16 @@ def main(stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
     for line in src:
         if not line.strip():
             continue
+        op = None
         try:
             req = json.loads(line)
         except json.JSONDecodeError as e:
             answer: Answer = {"error": f"request is not JSON: {e}"}
         else:
             answer = handle(req)
-        dst.write(protocol.serialize_answer(answer) + "\n")
+            op = req.get("op") if isinstance(req, dict) and isinstance(req.get("op"), str) else None
+        # each operation's answer is held to its own type (protocol.ANSWERS)
+        dst.write(protocol.serialize_answer(answer, op) + "\n")
         dst.flush()
     return 0
 

@@ -3,15 +3,14 @@
 ``plan`` repairs what can be repaired in the log (ids, physical names, nested ids, properties,
 features, versions) and raises :class:`~icecompat_writer.errors.CompatViolation` for the rest;
 ``validate`` (the same function as :func:`icecompat_writer.rules.validate`) reports every violation,
-including those of data files; ``judge`` is the verdict every writer, checker and guard asks for (the
-profile's rules and Delta's own write rules, as the asker's moment allows).
+including those of data files; the verdict every writer, checker and guard asks for is
+:func:`icecompat_writer.rules.verdict.decide`.
 ``ids`` assigns column-mapping ids, ``protocol`` builds protocols,
 ``fixes`` maps each rule kind to its repair. No Spark.
 """
 
 from __future__ import annotations
 
-from icecompat_writer.planning.judgement import judge
 from icecompat_writer.planning.planner import Change, Plan, plan
 from icecompat_writer.rules.evaluate import validate
 from icecompat_writer.rules.profiles import (
@@ -30,7 +29,6 @@ __all__ = [
     "Profile",
     "UnknownProfileError",
     "get_profile",
-    "judge",
     "plan",
     "validate",
 ]

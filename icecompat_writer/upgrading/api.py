@@ -230,7 +230,8 @@ def upgrade_table(
     """
     from icecompat_writer.evidence.footers import file_facts
     from icecompat_writer.jvm import bridge
-    from icecompat_writer.planning import get_profile, judge
+    from icecompat_writer.planning import get_profile
+    from icecompat_writer.rules import verdict
     from icecompat_writer.writing import transaction
 
     location = _location(path)
@@ -271,15 +272,9 @@ def upgrade_table(
         rows = sum(a.num_records or 0 for a in adds)
         # read inside the attempt: an error here aborts it like a refusal (no orphan files)
         facts = [file_facts(location, a, io=io) for a in adds]
-        problems = judge(
-            prof,
-            p.planned.metadata,
-            p.planned.protocol,
-            p.rules_state(),
-            facts,
-            committed=False,
-            footers_required=True,
-        )
+        problems = verdict.decide(
+            verdict.PreCommit(prof, p.planned.metadata, p.planned.protocol, p.rules_state(), facts)
+        ).violations
         expected_rows = None if any(f.rows is None for f in p.rewrite) else p.rows
         if problems or (expected_rows is not None and rows != expected_rows):
             deleted = t.abort()

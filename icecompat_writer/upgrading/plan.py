@@ -33,11 +33,10 @@ from icecompat_writer.checking.report import violation_file
 from icecompat_writer.deltalog import AddFile, Metadata, TableState, read_snapshot
 from icecompat_writer.errors import CompatViolation, IcecompatError, UpgradeRefused, Violation
 from icecompat_writer.evidence.live_files import CheckFinding, snapshot_facts
-from icecompat_writer.planning import Change, Plan, get_profile, judge, plan, validate
+from icecompat_writer.planning import Change, Plan, get_profile, plan
+from icecompat_writer.rules import verdict
 from icecompat_writer.rules.catalog import RULES_BY_ID, layer_violation
 from icecompat_writer.rules.context import CM_MODE_KEY, column_mapping_mode
-from icecompat_writer.rules.model import Scope
-from icecompat_writer.rules.writes import variant_violations
 from icecompat_writer.schema import (
     CM_ID,
     CM_NESTED_IDS,
@@ -213,9 +212,9 @@ def plan_upgrade(
     if retired:
         planned = replace(planned, changes=(*retired, *planned.changes))
     rules_state = None if new_state else previous
-    problems = judge(prof, planned.metadata, planned.protocol, rules_state)
-    if problems:  # pragma: no cover - plan() validates the same rules; kept as the writer keeps it
-        raise CompatViolation(problems, f"(upgrading {root} to {prof.name})")
+    judged = verdict.decide(verdict.Plan(prof, planned.metadata, planned.protocol, rules_state))
+    # plan() validates the same rules; judged all the same, as the writer judges its plan
+    judged.raise_if_refused(f"(upgrading {root} to {prof.name})")
 
     adds = snapshot.add_files
     live_rows = [
@@ -239,11 +238,8 @@ def plan_upgrade(
         if volatile:
             raise UpgradeRefused(volatile, f"(upgrading {root} to {prof.name}; nothing written)")
     if rewrite or recommit:
-        refusals = engine_refusals(prof.name, planned, previous)
-        if refusals:
-            raise CompatViolation(
-                refusals, f"(upgrading {root} to {prof.name}; delta-spark would refuse the rewrite)"
-            )
+        refusals = verdict.decide(verdict.Rewrite(prof, planned.metadata, planned.protocol, previous))
+        refusals.raise_if_refused(f"(upgrading {root} to {prof.name}; delta-spark would refuse the rewrite)")
     return UpgradePlan(
         table=root,
         profile=prof.name,
@@ -285,18 +281,6 @@ def retire_older_compat(
     if not changes:
         return metadata, ()
     return metadata.with_configuration(config), tuple(changes)
-
-
-def engine_refusals(profile: str, planned: Plan, previous: TableState) -> list[Violation]:
-    """What delta-spark 4.4 would refuse in a commit that writes data files under ``planned``: a column
-    mapping change on a table with change data feed (checked against the table as it is, also for a new
-    table state), and a variant column under IcebergCompatV3 (the write path's own check)."""
-    found = [
-        v
-        for v in validate(profile, planned.metadata, planned.protocol, previous, scopes={Scope.REPLACE})
-        if v.rule == "DELTA-SPARK-CDF-COLUMN-MAPPING"
-    ]
-    return found + variant_violations(planned.metadata, planned.protocol)
 
 
 def _unfixable(err: CompatViolation, root: str, profile: str) -> CompatViolation:
@@ -394,9 +378,9 @@ def _live_rows(add: AddFile, footer_rows: int | None) -> int | None:
 def _short_files(profile: str, planned: Plan, previous: TableState, facts: list[Any]) -> dict[str, set[str]]:
     """Data file path -> the file rules it violates under the planned state."""
     # kept files are re-added, and Delta gives them row ids then: judged as not committed yet
-    found = judge(
-        profile, planned.metadata, planned.protocol, previous, facts, committed=False, scopes={Scope.FILE}
-    )
+    found = verdict.decide(
+        verdict.KeptFiles(profile, planned.metadata, planned.protocol, previous, facts)
+    ).violations
     by_file: dict[str, set[str]] = {}
     for v in found:
         path = violation_file(v)

@@ -32,7 +32,8 @@ from icecompat_writer.errors import (
 )
 from icecompat_writer.evidence.footers import file_facts
 from icecompat_writer.iceberg.sync import CATALOG_CONF, IcebergSync, sync_after_commit, sync_requested
-from icecompat_writer.planning import Change, Plan, judge, plan
+from icecompat_writer.planning import Change, Plan, plan
+from icecompat_writer.rules import verdict
 from icecompat_writer.schema import JsonDict, JsonObject, parse_schema
 from icecompat_writer.storage import FileIO, io_for
 from icecompat_writer.writing import transaction
@@ -358,9 +359,10 @@ class _Write:
         )
         composed = compose_metadata(intent, previous.metadata if previous else None)
         planned = plan(req.profile, composed, None, previous)
-        problems = judge(req.profile, planned.metadata, planned.protocol, previous, asked=req.properties)
-        if problems:
-            raise CompatViolation(problems, f"(planning {self.target.display})")
+        judged = verdict.decide(
+            verdict.Plan(req.profile, planned.metadata, planned.protocol, previous, asked=req.properties)
+        )
+        judged.raise_if_refused(f"(planning {self.target.display})")
         return intent, planned
 
     def _request(self, intent: WriteIntent, planned: Plan, previous: TableState | None) -> JsonDict:
@@ -383,20 +385,14 @@ class _Write:
 
         Read inside the attempt: an error here aborts it like a refusal (no orphan files)."""
         facts = [file_facts(self.location, a, io=self.io) for a in adds]
-        problems = judge(
-            self.req.profile,
-            planned.metadata,
-            planned.protocol,
-            previous,
-            facts,
-            committed=False,
-            footers_required=True,
+        judged = verdict.decide(
+            verdict.PreCommit(self.req.profile, planned.metadata, planned.protocol, previous, facts)
         )
-        if problems:
+        if judged.refused:
             removed = t.abort()
             display = self.target.display
             log.warning("refused after writing: removed %d new data file(s) of %s", removed, display)
-            raise CompatViolation(problems, f"(verifying the new files of {display}; nothing committed)")
+            judged.raise_if_refused(f"(verifying the new files of {display}; nothing committed)")
         return adds
 
 

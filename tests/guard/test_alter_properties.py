@@ -18,7 +18,7 @@ import pytest
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import CompatViolation
 from icecompat_writer.jvm import service
-from icecompat_writer.planning import judge
+from icecompat_writer.rules.verdict import Audit, Plan, decide
 from icecompat_writer.upgrading import upgrade_table
 from tests.support import commits, latest, tree_state
 
@@ -57,7 +57,7 @@ def test_set_properties_enabling_v3_after_row_tracking_is_refused_naming_upgrade
 ) -> None:
     before = _State(ROW_TRACKING, _metadata(**{"delta.enableRowTracking": "true"}))
     after = _metadata(**{"delta.enableRowTracking": "true", **asked})
-    [hit] = judge(None, after, ROW_TRACKING, before, set_properties=True)
+    [hit] = decide(Plan(None, after, ROW_TRACKING, before, alter=True)).violations
     assert hit.rule == RULE and hit.profile == profile
     assert f"icecompat upgrade --profile {profile}" in hit.fix
     assert "CheckNoRowTrackingBeforeUpgradeV3" in hit.message
@@ -78,15 +78,16 @@ def test_what_delta_spark_accepts_is_not_refused(
 ) -> None:
     before = _State(previous_protocol, _metadata(**previous_configuration))
     after = _metadata(**{**previous_configuration, "delta.enableIcebergCompatV3": "true"})
-    assert not _rule_hits(judge(None, after, previous_protocol, before, set_properties=set_properties))
+    judged = decide(Plan(None, after, previous_protocol, before, alter=set_properties))
+    assert not _rule_hits(list(judged.violations))
 
 
 def test_the_checker_points_icv3_enabled_at_the_upgrade_on_a_row_tracking_table() -> None:
     """An audit under v3 says how to enable IcebergCompatV3 where SET TBLPROPERTIES would fail."""
-    tracked = judge("v3", _metadata(**{"delta.enableRowTracking": "true"}), ROW_TRACKING)
+    tracked = decide(Audit("v3", _metadata(**{"delta.enableRowTracking": "true"}), ROW_TRACKING)).violations
     [enabled] = [v for v in tracked if v.rule == "ICV3-ENABLED"]
     assert RULE in enabled.fix and "icecompat upgrade --profile v3" in enabled.fix
-    plain = judge("v3", _metadata(), Protocol(1, 2))
+    plain = decide(Audit("v3", _metadata(), Protocol(1, 2))).violations
     [enabled] = [v for v in plain if v.rule == "ICV3-ENABLED"]
     assert "icecompat upgrade" not in enabled.fix
 

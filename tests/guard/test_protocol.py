@@ -13,7 +13,8 @@ import json
 import re
 import stat
 import sys
-from collections.abc import Iterator
+import typing
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +111,25 @@ def test_an_answer_key_outside_the_protocol_is_refused() -> None:
         protocol.serialize_answer({"ok": True, "colour": "red"})  # type: ignore[typeddict-unknown-key]
 
 
+def test_each_operation_answers_only_its_own_keys() -> None:
+    """An answer key of one operation is refused in another's answer; an error fits every operation."""
+    assert set(protocol.ANSWERS) == {"hello", "ping", "plan_metadata", "check_commit", "sync"}
+    with pytest.raises(protocol.ProtocolError, match="unknown key 'metadata'"):
+        protocol.serialize_answer({"ok": True, "metadata": None}, "sync")
+    with pytest.raises(protocol.ProtocolError, match="unknown key 'sync'"):
+        protocol.serialize_answer({"ok": True, "sync": {}}, "plan_metadata")
+    for op in protocol.ANSWERS:
+        assert protocol.serialize_answer({"error": "boom"}, op) == '{"error":"boom"}'
+    assert set(protocol.Refusal.__annotations__) <= protocol.answer_keys("plan_metadata")
+    assert set(protocol.Refusal.__annotations__) <= protocol.answer_keys("check_commit")
+    answers = _answers(
+        {"op": "ping"},
+        {"op": "plan_metadata", "new_metadata": {"schemaString": "{}", "configuration": {}}},
+    )
+    assert set(answers[0]) <= protocol.answer_keys("ping") and answers[0]["ok"] is True
+    assert set(answers[1]) <= protocol.answer_keys("plan_metadata")
+
+
 def _java_fields() -> dict[str, set[str]]:
     """Per operation, the keys ServiceMessages.java writes, plus the keys other classes attach."""
     source = (_JAVA / "ServiceMessages.java").read_text()
@@ -147,6 +167,49 @@ def test_the_java_messages_are_the_python_ones() -> None:
     for name in ("Guard", "CommitFacts", "CommandIntent", "StorageSettings", "RuleService"):
         text = (_JAVA / f"{name}.java").read_text()
         assert not re.search(r'req\.(put|set|putObject|putArray|putNull)\("', text), name
+
+
+def _json_type(hint: Any) -> str:
+    """A Python answer field's type as ServiceAnswers.java names JSON types."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if len(args) < len(typing.get_args(hint)):  # X | None
+        (inner,) = args
+        return _json_type(inner) + "|null"
+    origin = typing.get_origin(hint) or hint
+    if origin is list:
+        (element,) = typing.get_args(hint)
+        return "strings" if element is str else "objects"
+    names = {bool: "boolean", int: "integer", str: "string", dict: "object", Mapping: "object"}
+    return names[origin]
+
+
+def _java_answers() -> dict[str, dict[str, str]]:
+    """Per operation (and ``error``), the answer keys and JSON types ServiceAnswers.java declares."""
+    source = (_JAVA / "ServiceAnswers.java").read_text()
+    names = dict(re.findall(r'static final String (\w+) = "(\w+)";', source))
+    out: dict[str, dict[str, str]] = {}
+    for table in re.finditer(r"static final String\[\]\[\] (\w+)_ANSWER = \{(.*?)\};", source, re.S):
+        pairs = re.findall(r'\{(\w+), "([^"]+)"\}', table.group(2))
+        out[table.group(1).lower()] = {names[key]: kind for key, kind in pairs}
+    return out
+
+
+def test_the_java_answer_keys_are_the_python_ones_both_ways() -> None:
+    """Each operation's answer: the keys and JSON types the JVM declares are exactly Python's answer
+    type of that operation, and the JVM reads answers by no other name."""
+    java = _java_answers()
+    python = {
+        op: {key: _json_type(hint) for key, hint in typing.get_type_hints(cls).items()}
+        for op, cls in {**protocol.ANSWERS, "error": protocol.ErrorAnswer}.items()
+    }
+    assert set(java) == set(python)
+    for op in python:
+        assert java[op] == python[op], op
+    readers = ("Guard", "CommitFacts", "CommandIntent", "StorageSettings", "RuleService", "ServiceMessages")
+    for name in readers:
+        text = (_JAVA / f"{name}.java").read_text()
+        bare = re.findall(r'\b(?:res|ping|answer|node|checked|theirs)\.(?:path|get|has)\("(\w+)"\)', text)
+        assert not bare, (name, bare)
 
 
 @pytest.fixture

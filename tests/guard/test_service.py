@@ -16,6 +16,7 @@ from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
 from icecompat_writer.jvm import service
 from icecompat_writer.planning import plan
 from icecompat_writer.rules.catalog import RULES_BY_ID
+from icecompat_writer.rules.verdict import GuardedCommit, decide
 
 SCHEMA = {
     "type": "struct",
@@ -293,7 +294,8 @@ def test_the_row_tracking_feature_refusal_is_worded_by_the_catalog() -> None:
     before = Protocol(3, 7, frozenset({"columnMapping"}), features)
     after = Protocol(3, 7, frozenset({"columnMapping"}), features | {"rowTracking"})
     previous = TableState(before, Metadata(json.dumps(SCHEMA), (), {}))
-    [v] = service._features_ahead("writer-v1", after, previous)
+    judged = decide(GuardedCommit("writer-v1", previous.metadata, after, previous))
+    [v] = [v for v in judged.violations if v.rule == "IWC1-NO-ROW-TRACKING"]
     rule = RULES_BY_ID["IWC1-NO-ROW-TRACKING"]
     observed = "the commit adds the rowTracking table feature"
     assert (v.rule, v.profile, v.observed) == (rule.id, "writer-v1", observed)

@@ -120,34 +120,6 @@ public final class Guard {
     return spark != null && "false".equalsIgnoreCase(conf(spark, ENABLED)) && conf(spark, PROFILE).isEmpty();
   }
 
-  /**
-   * The writer profile a table state declares (through its properties or the writer-compat feature
-   * its protocol lists), or null. These tables exist only because the driver agent taught delta-spark
-   * their properties; delta-spark alone would write them without ids, physical names or the
-   * timestamp encoding the profile needs, so a session that opted out of the guard must not touch
-   * them.
-   */
-  static String writerProfile(JsonNode protocol, JsonNode metadata) {
-    JsonNode conf = metadata == null ? null : metadata.path("configuration");
-    if (conf != null && "true".equalsIgnoreCase(conf.path("delta.enableIcebergWriterCompatV3").asText("").trim())) {
-      return "writer-v3";
-    }
-    if (conf != null && "true".equalsIgnoreCase(conf.path("delta.enableIcebergWriterCompatV1").asText("").trim())) {
-      return "writer-v1";
-    }
-    if (protocol != null) {
-      for (JsonNode f : protocol.path("writerFeatures")) {
-        if ("icebergWriterCompatV3".equals(f.asText())) {
-          return "writer-v3";
-        }
-        if ("icebergWriterCompatV1".equals(f.asText())) {
-          return "writer-v1";
-        }
-      }
-    }
-    return null;
-  }
-
   private static String optedOutRefusal(String profile, String table) {
     return "this session switched the icecompat guard off (" + ENABLED + "=false), and the table " + table
         + " declares the " + profile + " profile: delta-spark alone would write it without the column ids,"
@@ -208,7 +180,7 @@ public final class Guard {
     out.set("log_stores", LogStoreWiring.statusJson(spark.sparkContext().getConf()));
     try {
       JsonNode ping = RuleService.get(python(spark)).call(ServiceMessages.ping());
-      out.put("service", "icecompat_writer " + ping.path("version").asText());
+      out.put("service", "icecompat_writer " + ping.path(ServiceAnswers.VERSION).asText());
       out.put("service_ok", true);
     } catch (GuardUnavailableException e) {
       out.put("service", e.getMessage());
@@ -223,7 +195,7 @@ public final class Guard {
    * no profile applies to are not guarded writes and pass.
    */
   private static void requireCompleteFor(SparkSession spark, JsonNode res) {
-    String profile = res.path("profile").asText("");
+    String profile = res.path(ServiceAnswers.PROFILE).asText("");
     if (!profile.isEmpty() && !"null".equals(profile)) {
       requireComplete(spark);
     }
@@ -258,7 +230,7 @@ public final class Guard {
         for (JsonNode[] state : new JsonNode[][] {
             {JSON.readTree(oldProtocol.json()).get("protocol"), JSON.readTree(oldMetadata.json()).get("metaData")},
             {null, JSON.readTree(newMetadata.json()).get("metaData")}}) {
-          String profile = writerProfile(state[0], state[1]);
+          String profile = WriterProfile.of(state[0], state[1]);
           if (profile != null) {
             throw new GuardUnavailableException(optedOutRefusal(profile, log.dataPath().toString()));
           }
@@ -279,7 +251,7 @@ public final class Guard {
       JsonNode res = RuleService.get(python(spark)).call(req);
       refuseIfViolated(res);
       requireCompleteFor(spark, res);
-      JsonNode planned = res.get("metadata");
+      JsonNode planned = res.get(ServiceAnswers.METADATA);
       if (planned == null || planned.isNull()) {
         return newMetadata;
       }
@@ -317,20 +289,20 @@ public final class Guard {
       CommitFacts.supply(req, spark, root, version, actions, hadoopConf);
     }
     JsonNode res = RuleService.get(python(spark)).call(req);
-    if (!res.path("ok").asBoolean(false)) {
+    if (!res.path(ServiceAnswers.OK).asBoolean(false)) {
       FileSystem fs = root.getFileSystem(hadoopConf);
       List<Path> own = new ArrayList<>();
       if (local) {
-        res.path("delete").forEach(p -> own.add(new Path(p.asText())));
+        res.path(ServiceAnswers.DELETE).forEach(p -> own.add(new Path(p.asText())));
       } else {
-        own.addAll(CommitFacts.ownFiles(spark, root, version, res.path("delete")));
+        own.addAll(CommitFacts.ownFiles(spark, root, version, res.path(ServiceAnswers.DELETE)));
       }
       CommitFacts.deleteOwn(fs, root, own);
       if (version == 0) {
         deleteEmptyLog(fs, logDir); // the table whose first commit was refused never existed
       }
-      if (optedOut && res.has("profile") && !res.has("error")) {
-        throw new GuardUnavailableException(optedOutRefusal(res.path("profile").asText(), root.toString()));
+      if (optedOut && res.has(ServiceAnswers.PROFILE) && !res.has(ServiceAnswers.ERROR)) {
+        throw new GuardUnavailableException(optedOutRefusal(res.path(ServiceAnswers.PROFILE).asText(), root.toString()));
       }
       refuseIfViolated(res);
     }
@@ -445,7 +417,7 @@ public final class Guard {
     String name = commitFile.getName();
     long version = Long.parseLong(name.substring(0, name.indexOf('.')));
     String identifier = committingName(commitFile, version);
-    JsonNode wanted = checked == null ? null : checked.get("sync");
+    JsonNode wanted = checked == null ? null : checked.get(ServiceAnswers.SYNC);
     if (wanted == null || wanted.isNull()) {
       return;
     }
@@ -516,9 +488,9 @@ public final class Guard {
       ObjectNode req, String python, int processes, String table, long version, ObjectNode outcome, long started) {
     try {
       JsonNode res = RuleService.forSync(python, table, processes).call(req);
-      outcome.set("converted_version", res.path("converted_version"));
-      if (!res.path("ok").asBoolean(false)) {
-        outcome.put("error", res.path("warning").asText("the Iceberg sync failed"));
+      outcome.set("converted_version", res.path(ServiceAnswers.CONVERTED_VERSION));
+      if (!res.path(ServiceAnswers.OK).asBoolean(false)) {
+        outcome.put("error", res.path(ServiceAnswers.WARNING).asText("the Iceberg sync failed"));
       }
     } catch (RuntimeException e) { // the commit file exists: nothing may turn it into a failed commit
       outcome.put("error", "Delta version " + version + " of " + table + " committed; its Iceberg sync"
@@ -700,7 +672,7 @@ public final class Guard {
         metadata = a.has("metaData") ? a.get("metaData") : metadata;
       }
     }
-    String found = writerProfile(protocol, metadata);
+    String found = WriterProfile.of(protocol, metadata);
     if (found != null || (protocol != null && metadata != null)) {
       return found;
     }
@@ -708,16 +680,16 @@ public final class Guard {
     if (snapshot.version() < 0) {
       return null;
     }
-    return writerProfile(
+    return WriterProfile.of(
         protocol != null ? protocol : JSON.readTree(snapshot.protocol().json()).get("protocol"),
         metadata != null ? metadata : JSON.readTree(snapshot.metadata().json()).get("metaData"));
   }
 
   private static void refuseIfViolated(JsonNode res) throws IOException {
-    if (!res.path("ok").asBoolean(false)) {
+    if (!res.path(ServiceAnswers.OK).asBoolean(false)) {
       throw new GuardViolationException(
-          res.path("report").asText("the write violates its profile"),
-          JSON.writeValueAsString(res.path("violations")));
+          res.path(ServiceAnswers.REPORT).asText("the write violates its profile"),
+          JSON.writeValueAsString(res.path(ServiceAnswers.VIOLATIONS)));
     }
   }
 

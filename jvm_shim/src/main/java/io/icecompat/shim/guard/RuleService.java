@@ -87,10 +87,10 @@ public final class RuleService {
       try {
         ensureStarted();
         JsonNode node = exchange(line);
-        if (node.has("error")) {
+        if (node.has(ServiceAnswers.ERROR)) {
           throw new GuardUnavailableException(
               "the icecompat rule service failed on " + request.path(ServiceMessages.OP).asText() + ": "
-                  + node.get("error").asText());
+                  + node.get(ServiceAnswers.ERROR).asText());
         }
         return node;
       } catch (IOException e) {

@@ -102,8 +102,8 @@ public final class ServiceMessages {
    * answer this jar's version (a service too old to know the handshake answers an unknown operation).
    */
   static void requireSameProtocol(JsonNode answer, String command) {
-    JsonNode theirs = answer.path("protocol");
-    if (answer.path("ok").asBoolean(false) && theirs.isInt() && theirs.asInt() == PROTOCOL_VERSION) {
+    JsonNode theirs = answer.path(ServiceAnswers.PROTOCOL);
+    if (answer.path(ServiceAnswers.OK).asBoolean(false) && theirs.isInt() && theirs.asInt() == PROTOCOL_VERSION) {
       return;
     }
     String spoken = theirs.isInt() ? "protocol " + theirs.asInt() : "no protocol version (an older icecompat_writer)";
@@ -111,7 +111,7 @@ public final class ServiceMessages {
         "the icecompat rule service (" + command + ") speaks " + spoken + " but this driver's icecompat"
             + " jar speaks protocol " + PROTOCOL_VERSION + ": install the same icecompat_writer build for"
             + " the driver's jars and for spark.icecompat.python"
-            + (answer.has("error") ? " (the service said: " + answer.get("error").asText() + ")" : ""));
+            + (answer.has(ServiceAnswers.ERROR) ? " (the service said: " + answer.get(ServiceAnswers.ERROR).asText() + ")" : ""));
   }
 
   private static ObjectNode request(String op) {
