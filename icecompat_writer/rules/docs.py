@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from icecompat_writer.rules.catalog import CATALOG, LAYER_RULES, RULES
+from icecompat_writer.rules.catalog.transitions import FEATURES_AHEAD, PROFILE_UPGRADES
 from icecompat_writer.rules.kinds import KINDS, kind_of
 from icecompat_writer.rules.model import PROFILE_NAMES, Rule
 from icecompat_writer.rules.profiles import PROFILES
@@ -139,6 +140,23 @@ def render() -> str:
     out.extend(_layer_row(r) for r in LAYER_RULES)
     out += [
         "",
+        "## Transitions",
+        "",
+        "What a change from one table state to the next may do, judged by `icecompat_writer.rules.verdict` "
+        "(the session guard's metadata changes and commits; data in `rules/catalog/transitions.py`). A "
+        "metadata change may declare a profile on a table without one, or move it along these moves; any "
+        "other change of the declared profile is refused with the held profile's `*-ENABLED` violations. "
+        "A commit may not add these features ahead of the property that turns them on: delta-spark adds "
+        "the feature first, so refusing only the property's commit would leave the earlier ones landed.",
+        "",
+        "| from | to |",
+        "| --- | --- |",
+    ]
+    out.extend(f"| `{held}` | `{declared}` |" for held, declared in sorted(PROFILE_UPGRADES))
+    out += ["", "| profile | feature added | refused as | property |", "| --- | --- | --- | --- |"]
+    out.extend(f"| `{a.profile}` | `{a.feature}` | `{a.rule}` | `{a.key}` |" for a in FEATURES_AHEAD)
+    out += [
+        "",
         "## Clause coverage",
         "",
         "Every clause of the spec texts and the rules that implement it.",
@@ -158,7 +176,8 @@ def render() -> str:
         "",
         "Rules are declarative: each names one of these generic checks and gives it parameters "
         "(`export_catalog()` gives both as JSON data). The session guard's JVM side runs none of them "
-        "itself: it asks the Python rule service (`icecompat_writer.jvm.service`), which runs these.",
+        "itself: it asks the Python rule service (`icecompat_writer.jvm.service`), whose verdicts, like "
+        "every caller's, come from `icecompat_writer.rules.verdict`, which runs these.",
         "",
         "| kind | scope | params | what it checks |",
         "| --- | --- | --- | --- |",

@@ -6,6 +6,10 @@ the *moment* it is at, a frozen dataclass carrying exactly what that moment know
 :func:`decide` answers a :class:`Verdict`. No caller builds its own list of checks or filters the
 answer; each raises the violations once, with its own context, as before:
 
+- :class:`DataFrameSchema`: a DataFrame's own schema, before it is composed with the table's
+  (compat_write): names Delta takes for one column, structs without fields;
+- :class:`TableProperties`: the table properties a write or command would commit (compat_write):
+  none may reach the Hadoop configuration of later writes;
 - :class:`Plan`: a planned state before any data file exists (compat_write, the upgrade's plan, the
   guard's planned metadata). Delta's write rules on the properties the write asks for, and for an
   ``ALTER TABLE ... SET TBLPROPERTIES`` what delta-spark refuses of that command;
@@ -45,16 +49,19 @@ from icecompat_writer.rules.profiles import PROFILES, Profile, get_profile
 from icecompat_writer.rules.writes import (
     alter_violations,
     check_properties,
+    data_schema_violations,
     enable_v3_by_upgrade,
     runtime_violations,
     shallow_clone_violations,
     unread_footer_violations,
     variant_violations,
 )
+from icecompat_writer.schema import Schema
 
 __all__ = [
     "Audit",
     "CommandAhead",
+    "DataFrameSchema",
     "Declaration",
     "GuardedCommit",
     "IcebergRead",
@@ -64,6 +71,7 @@ __all__ = [
     "Plan",
     "PreCommit",
     "Rewrite",
+    "TableProperties",
     "Verdict",
     "asked_properties",
     "awaits_command",
@@ -101,6 +109,20 @@ class Verdict:
         """Raise every violation at once (:class:`CompatViolation`, sorted), the table untouched."""
         if self.violations:
             raise CompatViolation(self.violations, context)
+
+
+@dataclass(frozen=True)
+class DataFrameSchema:
+    """The schema of a DataFrame about to be written (parsed from the JSON Spark gives)."""
+
+    schema: Schema
+
+
+@dataclass(frozen=True)
+class TableProperties:
+    """The table properties a write would commit."""
+
+    configuration: Mapping[str, str]
 
 
 @dataclass(frozen=True)
@@ -219,7 +241,9 @@ class IcebergRead:
 
 
 Moment = (
-    Plan
+    DataFrameSchema
+    | TableProperties
+    | Plan
     | PreCommit
     | KeptFiles
     | Rewrite
@@ -234,6 +258,12 @@ Moment = (
 
 def decide(moment: Moment) -> Verdict:
     """The verdict on one moment (see the module docstring for what each is held to)."""
+    if isinstance(moment, DataFrameSchema):
+        return Verdict(tuple(data_schema_violations(moment.schema)))
+    if isinstance(moment, TableProperties):
+        found: list[Violation] = []
+        check_properties(moment.configuration, found)
+        return Verdict(tuple(found))
     if isinstance(moment, Plan):
         return _plan(moment)
     if isinstance(moment, PreCommit):

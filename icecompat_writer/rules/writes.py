@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
 from icecompat_writer.errors import Violation
 from icecompat_writer.facts import DataFileFacts
@@ -23,9 +24,13 @@ from icecompat_writer.schema import (
     JsonObject,
     MapType,
     PrimitiveType,
+    Schema,
     SchemaVisitor,
     Slot,
     StructType,
+    fold_name,
+    join_path,
+    quote_name,
     visit,
 )
 
@@ -35,6 +40,7 @@ __all__ = [
     "WRITE_PROFILE",
     "alter_violations",
     "check_properties",
+    "data_schema_violations",
     "enable_v3_by_upgrade",
     "runtime_violations",
     "shallow_clone_violations",
@@ -129,6 +135,96 @@ def _property_value_problem(key: str, value: str) -> tuple[str, str] | None:
     if low.startswith("delta.feature.") and value.lower() not in _FEATURE_STATUSES:
         return "is not a table feature status", "supported or enabled"
     return None
+
+
+_T = TypeVar("_T")
+
+
+def _join(prefix: str, name: str) -> str:
+    """Column paths are spelled exactly as the rule catalog spells them."""
+    return join_path(prefix, quote_name(name))
+
+
+class _Paths(SchemaVisitor[_T]):
+    """A visitor that knows the path of the field or slot whose type it is in (``""`` at the top)."""
+
+    def __init__(self) -> None:
+        self._at: list[str] = [""]
+
+    @property
+    def here(self) -> str:
+        return self._at[-1]
+
+    def before_field(self, field: Field) -> None:
+        self._at.append(field.path)
+
+    def after_field(self, field: Field) -> None:
+        self._at.pop()
+
+    def before_slot(self, slot: Slot) -> None:
+        self._at.append(slot.path)
+
+    def after_slot(self, slot: Slot) -> None:
+        self._at.pop()
+
+
+class _DataSchemaProblems(_Paths[list[Violation]]):
+    """Duplicate names (as Delta matches them) and structs without fields, in schema order."""
+
+    def struct(self, struct: StructType, field_results: list[list[Violation]]) -> list[Violation]:
+        path = self.here
+        problems: list[Violation] = []
+        if not struct.fields:
+            problems.append(
+                write_violation(
+                    "DELTA-WRITE-EMPTY-STRUCT",
+                    path,
+                )
+            )
+        seen: dict[str, str] = {}
+        for f, below in zip(struct.fields, field_results, strict=True):
+            folded = fold_name(f.name)
+            first = seen.get(folded)
+            if first is None:
+                seen[folded] = f.name
+            else:
+                problems.append(
+                    write_violation(
+                        "DELTA-WRITE-DUPLICATE-COLUMN",
+                        f.path,
+                        observed=f.name,
+                        expected=first,
+                        other=_join(path, first),
+                    )
+                )
+            problems.extend(below)
+        return problems
+
+    def field(self, field: Field, type_result: list[Violation]) -> list[Violation]:
+        return type_result
+
+    def array(self, array: ArrayType, element_result: list[Violation]) -> list[Violation]:
+        return element_result
+
+    def map(
+        self, map_type: MapType, key_result: list[Violation], value_result: list[Violation]
+    ) -> list[Violation]:
+        return key_result + value_result
+
+    def primitive(self, primitive: PrimitiveType) -> list[Violation]:
+        return []
+
+
+def data_schema_violations(schema: Schema) -> list[Violation]:
+    """Names Delta would take for one column, and structs Parquet cannot store, anywhere in a
+    DataFrame's schema.
+
+    delta-spark refuses both itself (DELTA_DUPLICATE_COLUMNS_FOUND, DELTA_CANNOT_WRITE_EMPTY_SCHEMA), but
+    without a fix, and an empty struct below an array or map can get as far as Parquet's writer on some
+    paths. Found here, every occurrence is listed with its full path before any file exists.
+    """
+    found: list[Violation] = visit(schema, _DataSchemaProblems())
+    return found
 
 
 def shallow_clone_violations(paths: Sequence[str]) -> list[Violation]:

@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from icecompat_writer.deltalog.actions import Metadata
 from icecompat_writer.errors import CompatViolation, Violation
+from icecompat_writer.rules import verdict
 from icecompat_writer.rules.schema import SameColumn, SchemaNode
 from icecompat_writer.rules.writes import (
     WRITE_PROFILE,
@@ -40,7 +41,6 @@ from icecompat_writer.schema import (
     Slot,
     StructType,
     fold_name,
-    join_path,
     parse_schema,
     quote_name,
     type_text,
@@ -83,11 +83,6 @@ class WriteIntent:
     def replaces_schema(self) -> bool:
         """Whether the DataFrame's schema becomes the table's (instead of being checked against it)."""
         return self.mode in REPLACE_MODES or (self.mode in OVERWRITE_MODES and self.overwrite_schema)
-
-
-def _join(prefix: str, name: str) -> str:
-    """Column paths are spelled exactly as the rule catalog spells them."""
-    return join_path(prefix, quote_name(name))
 
 
 def _find(fields: Sequence[Field], name: str) -> Field | None:
@@ -221,29 +216,6 @@ def merge_schemas(table: Schema, data: Schema, *, add_new: bool) -> tuple[Schema
     return parse_schema(merged.type_json), merged.problems
 
 
-class _Paths(SchemaVisitor[T]):
-    """A visitor that knows the path of the field or slot whose type it is in (``""`` at the top)."""
-
-    def __init__(self) -> None:
-        self._at: list[str] = [""]
-
-    @property
-    def here(self) -> str:
-        return self._at[-1]
-
-    def before_field(self, field: Field) -> None:
-        self._at.append(field.path)
-
-    def after_field(self, field: Field) -> None:
-        self._at.pop()
-
-    def before_slot(self, slot: Slot) -> None:
-        self._at.append(slot.path)
-
-    def after_slot(self, slot: Slot) -> None:
-        self._at.pop()
-
-
 class _Transform(SchemaVisitor[object]):
     """A copy of the schema rebuilt bottom-up; subclasses change what a field, array or map keeps.
 
@@ -286,53 +258,6 @@ class _WithoutMapping(_Transform):
         md = field.raw.get("metadata")
         kept = {k: v for k, v in md.items() if not k.startswith(CM_PREFIX)} if isinstance(md, Mapping) else {}
         return field.json_with(type_result, metadata=kept)
-
-
-class _DataSchemaProblems(_Paths[list[Violation]]):
-    """Duplicate names (as Delta matches them) and structs without fields, in schema order."""
-
-    def struct(self, struct: StructType, field_results: list[list[Violation]]) -> list[Violation]:
-        path = self.here
-        problems: list[Violation] = []
-        if not struct.fields:
-            problems.append(
-                write_violation(
-                    "DELTA-WRITE-EMPTY-STRUCT",
-                    path,
-                )
-            )
-        seen: dict[str, str] = {}
-        for f, below in zip(struct.fields, field_results, strict=True):
-            folded = fold_name(f.name)
-            first = seen.get(folded)
-            if first is None:
-                seen[folded] = f.name
-            else:
-                problems.append(
-                    write_violation(
-                        "DELTA-WRITE-DUPLICATE-COLUMN",
-                        f.path,
-                        observed=f.name,
-                        expected=first,
-                        other=_join(path, first),
-                    )
-                )
-            problems.extend(below)
-        return problems
-
-    def field(self, field: Field, type_result: list[Violation]) -> list[Violation]:
-        return type_result
-
-    def array(self, array: ArrayType, element_result: list[Violation]) -> list[Violation]:
-        return element_result
-
-    def map(
-        self, map_type: MapType, key_result: list[Violation], value_result: list[Violation]
-    ) -> list[Violation]:
-        return key_result + value_result
-
-    def primitive(self, primitive: PrimitiveType) -> list[Violation]:
-        return []
 
 
 def _as_nullable(schema: Schema) -> Schema:
@@ -399,17 +324,6 @@ def _carry_field_metadata(new_schema: Schema, old_schema: Schema) -> Schema:
     return parse_schema(visit_with_partner(new_schema, old_schema.struct, _CarryMapping(), SameColumn()))
 
 
-def _check_data_schema(schema: Schema, problems: list[Violation]) -> None:
-    """Names Delta would take for one column, and structs Parquet cannot store, anywhere in the schema.
-
-    delta-spark refuses both itself (DELTA_DUPLICATE_COLUMNS_FOUND, DELTA_CANNOT_WRITE_EMPTY_SCHEMA), but
-    without a fix, and an empty struct below an array or map can get as far as Parquet's writer on some
-    paths. Found here, every occurrence is listed with its full path before any file exists.
-    """
-    found: list[Violation] = visit(schema, _DataSchemaProblems())
-    problems.extend(found)
-
-
 def _check_partitioning(intent: WriteIntent, schema: Schema, problems: list[Violation]) -> tuple[str, ...]:
     names = [f.name for f in schema.top]
     resolved: list[str] = []
@@ -461,13 +375,13 @@ def compose_metadata(intent: WriteIntent, previous: Metadata | None) -> Metadata
     problems: list[Violation] = []
     data_schema = _as_nullable(intent.data_schema)
     props = dict(intent.properties or {})
-    _check_data_schema(data_schema, problems)
+    problems.extend(verdict.decide(verdict.DataFrameSchema(data_schema)).violations)
     if problems:  # merging or planning a schema with these would only add confusing follow-ups
         raise CompatViolation(problems, "(the write does not fit Delta's rules)")
 
     if previous is None:
         partitions = _check_partitioning(intent, data_schema, problems)
-        _check_properties(props, problems)
+        problems.extend(verdict.decide(verdict.TableProperties(props)).violations)
         if problems:
             raise CompatViolation(problems, "(the write does not fit Delta's rules)")
         data_schema = _strip_mapping(data_schema)
@@ -498,7 +412,7 @@ def compose_metadata(intent: WriteIntent, previous: Metadata | None) -> Metadata
                         expected=list(partitions),
                     )
                 )
-    _check_properties(configuration, problems)
+    problems.extend(verdict.decide(verdict.TableProperties(configuration)).violations)
     if problems:
         raise CompatViolation(problems, "(the write does not fit Delta's rules)")
     return Metadata(

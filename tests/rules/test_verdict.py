@@ -18,6 +18,7 @@ from icecompat_writer.rules.catalog.transitions import FEATURES_AHEAD, PROFILE_U
 from icecompat_writer.rules.verdict import (
     Audit,
     CommandAhead,
+    DataFrameSchema,
     Declaration,
     GuardedCommit,
     IcebergRead,
@@ -26,12 +27,14 @@ from icecompat_writer.rules.verdict import (
     Plan,
     PreCommit,
     Rewrite,
+    TableProperties,
     Verdict,
     asked_properties,
     awaits_command,
     commit_profile,
     decide,
 )
+from icecompat_writer.schema import parse_schema
 
 from .builders import (
     compliant,
@@ -59,6 +62,36 @@ def _without_p(s: TableState) -> ParquetFooter:
 
 def _hits(verdict: Verdict) -> list[tuple[str, str]]:
     return sorted((v.rule, v.path) for v in verdict.violations)
+
+
+# --- DataFrameSchema, TableProperties ------------------------------------------------------------------
+
+
+def test_a_dataframe_schema_with_one_column_twice_or_an_empty_struct_is_refused_at_every_path() -> None:
+    schema = struct(
+        field("id", "long"),
+        field("ID", "long"),
+        field("s", struct(field("x", "int"), field("X", "int"))),
+        field("e", {"type": "array", "elementType": struct(), "containsNull": True}),
+    )
+    judged = decide(DataFrameSchema(parse_schema(schema)))
+    assert _hits(judged) == [
+        ("DELTA-WRITE-DUPLICATE-COLUMN", "ID"),
+        ("DELTA-WRITE-DUPLICATE-COLUMN", "s.X"),
+        ("DELTA-WRITE-EMPTY-STRUCT", "e.element"),
+    ]
+    assert judged.profile is None
+    assert not decide(
+        DataFrameSchema(parse_schema(struct(field("id", "long"), field("s", struct(field("x", "int"))))))
+    ).refused
+
+
+def test_table_properties_reaching_the_hadoop_configuration_are_refused() -> None:
+    judged = decide(TableProperties({"parquet.crypto.factory.class": "x.Evil", "delta.appendOnly": "true"}))
+    assert [(v.rule, v.observed) for v in judged.violations] == [
+        ("DELTA-WRITE-CONFIG-PROPERTY", "parquet.crypto.factory.class")
+    ]
+    assert not decide(TableProperties({"delta.appendOnly": "true"})).refused
 
 
 # --- Plan ---------------------------------------------------------------------------------------------
@@ -295,3 +328,12 @@ def test_moments_are_frozen() -> None:
     with raises_exactly(FrozenInstanceError):
         moment.profile = W3  # type: ignore[misc]
     assert replace(moment, profile=W3).profile == W3
+
+
+def test_transitions_name_profiles_and_rules_of_those_profiles() -> None:
+    """The catalog's transition data: known profiles, and refusals under a rule of the profile held."""
+    for held, declared in PROFILE_UPGRADES:
+        assert {held, declared} <= set(PROFILES) and held != declared
+    for ahead in FEATURES_AHEAD:
+        assert ahead.profile in RULES_BY_ID[ahead.rule].profiles
+        assert ahead.key in RULES_BY_ID[ahead.rule].param("keys")

@@ -25,11 +25,15 @@ _WRITES = "icecompat_writer.rules.writes"
 _WRITES_RULES = frozenset(
     {
         "DELTA-WRITE-CONFIG-PROPERTY",
+        "DELTA-WRITE-DUPLICATE-COLUMN",
+        "DELTA-WRITE-EMPTY-STRUCT",
         "DELTA-WRITE-PROPERTY-VALUE",
         "DELTA-WRITE-VARIANT-ICEBERG-V3",
     }
 )
 _WRITE_CLAUSE = f"{P}#schema-serialization-format"
+# the rules the verdict raises itself from what a moment brings (paths outside the table, unread footers)
+_VERDICT = "icecompat_writer.rules.verdict"
 _EMIT = "icecompat_writer.iceberg"
 _EMIT_CLAUSE = "docs/iceberg.md#then-the-emitters-own-checks"
 _UPGRADE_LAYER = "icecompat_writer.upgrading.plan"
@@ -198,7 +202,7 @@ def layer_rules() -> list[Rule]:
             fix="make a DEEP CLONE (CREATE TABLE ... DEEP CLONE ...) or copy the rows with compat_write",
             clause=_WRITE_CLAUSE,
             stages=(Stage.COMMIT,),
-            layer="icecompat_writer.jvm.service",
+            layer=_VERDICT,
         ),
         Rule(
             "DELTA-WRITE-FOOTER-UNREAD",
@@ -211,7 +215,7 @@ def layer_rules() -> list[Rule]:
             "session's settings (`icecompat doctor`)",
             clause=_WRITE_CLAUSE,
             stages=(Stage.COMMIT,),
-            layer="icecompat_writer.planning",
+            layer=_VERDICT,
         ),
         _emit_rule(
             "ICEBERG-EMIT-TYPE",
