@@ -31,6 +31,7 @@ from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import CompatViolation
 from icecompat_writer.planning import PROFILES, plan, validate
 from icecompat_writer.rules.schema import clear_index_cache
+from icecompat_writer.schema import parse_schema
 
 PRIMITIVES = ("integer", "long", "string", "double", "date", "timestamp", "decimal(10,2)", "boolean")
 
@@ -290,10 +291,10 @@ def digests(sizes: list[int]) -> dict[str, str]:
                         f["name"] = f["name"].upper()
                     if i == 2:
                         f["type"] = {"type": "array", "elementType": "string", "containsNull": True}
-                evolved = p.metadata.with_schema(grown)
+                evolved = p.metadata.with_schema(parse_schema(grown))
                 record(f"{tag}/evolved", plan, profile, evolved, previous=p)
                 record(f"{tag}/evolved-validate", validate, profile, evolved, p.protocol, p)
-                shrunk = p.metadata.with_schema(build_schema(max(1, n // 2)))
+                shrunk = p.metadata.with_schema(parse_schema(build_schema(max(1, n // 2))))
                 record(f"{tag}/replaced-smaller", plan, profile, shrunk, previous=p)
             unmapped = _State(Protocol(1, 2), Metadata(schema_string=json.dumps(build_schema(n)), id="u"))
             bigger = Metadata(schema_string=json.dumps(build_schema(n + 3)), id="u")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import driver_settings
 from .errors import (
@@ -30,6 +30,9 @@ from .errors import (
     Violation,
 )
 from .version import __version__
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 # public name -> module that defines it (imported on first use)
 _LAZY: dict[str, str] = {
@@ -81,7 +84,7 @@ __all__ = [
 ]
 
 
-def _running_session() -> Any:
+def _running_session() -> SparkSession | None:
     """The driver's running Spark session, or None; asked only once the process imported pyspark."""
     if "pyspark" not in sys.modules:
         return None
@@ -111,21 +114,21 @@ class _DriverSession:
 driver_settings.install(_DriverSession())
 
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: object) -> None:
     """``%load_ext icecompat_writer``: see :mod:`icecompat_writer.notebook`."""
     from .notebook import ipython as notebook_ipython
 
     notebook_ipython.load(ipython)
 
 
-def unload_ipython_extension(ipython: Any) -> None:
+def unload_ipython_extension(ipython: object) -> None:
     """``%unload_ext icecompat_writer``: pyspark's own ``df.write`` again, magics removed."""
     from .notebook import ipython as notebook_ipython
 
     notebook_ipython.unload(ipython)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> Any:  # noqa: ANN401  # whatever the lazily imported name is
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'icecompat_writer' has no attribute {name!r}")

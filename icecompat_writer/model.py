@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any
 from typing import Protocol as TypingProtocol
 
 import orjson
 
-from icecompat_writer.schema import Schema, parse_schema
+from icecompat_writer.schema import JsonDict, JsonObject, Schema, parse_schema
 
 __all__ = ["Metadata", "Protocol", "TableState", "TableStateLike", "schema_json"]
 
@@ -36,7 +35,7 @@ class Protocol:
     writer_features: frozenset[str] | None = None
 
     @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> Protocol:
+    def from_json(cls, obj: JsonObject) -> Protocol:
         """Build from the ``protocol`` object; ValueError when its versions or features are not
         what the protocol says (integers; lists of feature names), so that a damaged log line is
         one error the reader can report, whatever shape the damage took."""
@@ -49,8 +48,8 @@ class Protocol:
             writer_features=_features(obj, "writerFeatures"),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> JsonDict:
+        out: JsonDict = {
             "minReaderVersion": self.min_reader_version,
             "minWriterVersion": self.min_writer_version,
         }
@@ -69,15 +68,17 @@ class Protocol:
         return self.reader_features is not None and name in self.reader_features
 
 
-def _version(obj: Mapping[str, Any], key: str, default: int) -> int:
+def _version(obj: JsonObject, key: str, default: int) -> int:
     value = obj.get(key, default)
-    try:
-        return int(value)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: 1e400, JSON's infinity
-        raise ValueError(f"protocol {key} {value!r} is not an integer") from None
+    if isinstance(value, str | int | float):
+        try:
+            return int(value)
+        except (ValueError, OverflowError):  # OverflowError: 1e400, JSON's infinity
+            pass
+    raise ValueError(f"protocol {key} {value!r} is not an integer") from None
 
 
-def _features(obj: Mapping[str, Any], key: str) -> frozenset[str] | None:
+def _features(obj: JsonObject, key: str) -> frozenset[str] | None:
     value = obj.get(key)
     if value is None:
         return None
@@ -86,14 +87,14 @@ def _features(obj: Mapping[str, Any], key: str) -> frozenset[str] | None:
     return frozenset(value)
 
 
-def _object(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def _object(obj: JsonObject, key: str) -> JsonObject:
     value = obj.get(key) or {}
     if not isinstance(value, Mapping):
         raise ValueError(f"metaData {key} is not an object: {str(value)[:80]}")
     return value
 
 
-def _text(obj: Mapping[str, Any], key: str, default: str) -> str:
+def _text(obj: JsonObject, key: str, default: str) -> str:
     value = obj.get(key)
     if value is None:
         return default
@@ -102,19 +103,23 @@ def _text(obj: Mapping[str, Any], key: str, default: str) -> str:
     return value
 
 
-def _optional_text(obj: Mapping[str, Any], key: str) -> str | None:
+def _optional_text(obj: JsonObject, key: str) -> str | None:
     value = obj.get(key)
     if value is not None and not isinstance(value, str):
         raise ValueError(f"metaData {key} {str(value)[:80]!r} is not a string")
     return value
 
 
-def _string_map(obj: Mapping[str, Any], key: str) -> dict[str, Any]:
-    """A map of strings; a null value (delta-rs writes them in ``configuration``) is kept as None."""
+def _string_map(obj: JsonObject, key: str) -> dict[str, str]:
+    """A map of strings; a null value (delta-rs writes them in ``configuration``) is kept as None
+    (typed as the strings it stands among: readers ask with ``.get``, which answers None either way)."""
     value = _object(obj, key)
-    if not all(isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in value.items()):
-        raise ValueError(f"metaData {key} is not a map of strings: {str(value)[:80]}")
-    return dict(value)
+    out: dict[str, str] = {}
+    for k, v in value.items():
+        if not isinstance(k, str) or not (v is None or isinstance(v, str)):
+            raise ValueError(f"metaData {key} is not a map of strings: {str(value)[:80]}")
+        out[k] = v  # type: ignore[assignment]  # None kept, see above
+    return out
 
 
 @dataclass(frozen=True)
@@ -132,7 +137,7 @@ class Metadata:
     created_time: int | None = None
 
     @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> Metadata:
+    def from_json(cls, obj: JsonObject) -> Metadata:
         """Build from the ``metaData`` object; ValueError naming the field when a field has another
         JSON type than the protocol gives it (as :meth:`Protocol.from_json`), so a damaged log line is
         reported as such rather than failing somewhere later as a programming error would."""
@@ -146,8 +151,9 @@ class Metadata:
         if created is not None and (isinstance(created, bool) or not isinstance(created, int)):
             raise ValueError(f"metaData createdTime {created!r} is not an integer")
         return cls(
-            # parsed on first use, where a schema of any wrong shape is a MalformedSchemaError
-            schema_string=obj.get("schemaString", '{"type":"struct","fields":[]}'),
+            # parsed on first use, where a schema of any wrong shape (a schemaString that is not a
+            # string too) is a MalformedSchemaError
+            schema_string=obj.get("schemaString", '{"type":"struct","fields":[]}'),  # type: ignore[arg-type]
             partition_columns=tuple(columns),
             configuration=MappingProxyType(_string_map(obj, "configuration")),
             id=_text(obj, "id", ""),
@@ -158,8 +164,8 @@ class Metadata:
             created_time=created,
         )
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> JsonDict:
+        out: JsonDict = {
             "id": self.id,
             "format": {"provider": self.format_provider, "options": dict(self.format_options)},
             "schemaString": self.schema_string,
@@ -175,13 +181,13 @@ class Metadata:
         return out
 
     @cached_property
-    def schema(self) -> dict[str, Any]:
-        """The schema as Delta's JSON struct, parsed on first use and shared by every later call.
+    def schema(self) -> object:
+        """The schema as Delta's JSON struct, parsed on first use and shared by every later call (what
+        the log holds, to be read as :attr:`schema_model`; a damaged log can hold anything here).
 
-        Do not modify it (``copy.deepcopy`` it for a private copy): the instance is frozen and
-        ``schema_string`` stays what the log holds.
+        Do not modify it: the instance is frozen and ``schema_string`` stays what the log holds.
         """
-        schema: dict[str, Any] = json.loads(self.schema_string)
+        schema: object = json.loads(self.schema_string)
         return schema
 
     @cached_property
@@ -189,15 +195,15 @@ class Metadata:
         """The typed schema (:mod:`icecompat_writer.schema`), parsed once from :attr:`schema`."""
         return parse_schema(self.schema)
 
-    def with_schema(self, schema: Mapping[str, Any]) -> Metadata:
+    def with_schema(self, schema: Schema) -> Metadata:
         """A copy with another schema (serialised compactly, as Delta writes it)."""
-        return _replace(self, schema_string=schema_json(schema))
+        return replace(self, schema_string=schema_json(schema))
 
     def with_configuration(self, configuration: Mapping[str, str]) -> Metadata:
-        return _replace(self, configuration=MappingProxyType(dict(configuration)))
+        return replace(self, configuration=MappingProxyType(dict(configuration)))
 
 
-def schema_json(schema: Mapping[str, Any]) -> str:
+def schema_json(schema: Schema) -> str:
     """``schema`` as compact JSON text, as Delta writes a ``schemaString``.
 
     The planner serialises the whole schema on every write that changes it; for 10,000 leaves the
@@ -206,16 +212,11 @@ def schema_json(schema: Mapping[str, Any]) -> str:
     A non-finite float in field metadata is written as ``null`` (``json`` would write the token
     ``NaN``, which is not JSON and which Delta's own reader refuses).
     """
+    raw = schema.raw
     try:
-        return orjson.dumps(schema).decode()
+        return orjson.dumps(raw).decode()
     except TypeError:
-        return json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
-
-
-def _replace(obj: Metadata, **changes: Any) -> Metadata:
-    from dataclasses import replace
-
-    return replace(obj, **changes)
+        return json.dumps(raw, separators=(",", ":"), ensure_ascii=False)
 
 
 class TableStateLike(TypingProtocol):

@@ -6,10 +6,10 @@ import html
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from icecompat_writer.errors import Violation
 from icecompat_writer.evidence.live_files import CheckFinding
+from icecompat_writer.schema import JsonDict
 
 __all__ = ["JSON_FORMAT", "Report", "reports_to_json", "violation_file"]
 
@@ -64,7 +64,7 @@ class Report:
             out.setdefault(v.rule, []).append(v)
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonDict:
         """Everything in the report as JSON-ready data (``JSON_FORMAT`` names the shape)."""
         return {
             "format": JSON_FORMAT,

@@ -7,16 +7,19 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icecompat_writer.cli.exits import EXIT_OK, EXIT_VIOLATIONS, usage_error
 from icecompat_writer.cli.settings import given, read_properties
 from icecompat_writer.errors import IcecompatError
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 __all__ = ["cmd_doctor", "doctor_report"]
 
 
-def _guard_rows(spark: Any) -> list[tuple[str, bool, str]]:
+def _guard_rows(spark: SparkSession) -> list[tuple[str, bool, str]]:
     """The session guard's pieces as the running session sees them."""
     from icecompat_writer.jvm import bridge
 

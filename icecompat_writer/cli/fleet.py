@@ -14,7 +14,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from icecompat_writer.errors import CompatViolation, IcecompatError
 from icecompat_writer.evidence.live_files import FooterReader, footers_read_by
@@ -32,9 +32,13 @@ from icecompat_writer.fleet import (
 from icecompat_writer.fleet.run import DEFAULT_PARALLEL, IDENTIFIER_PROPERTY, table_identifier
 from icecompat_writer.iceberg.cli import catalog_plan, plan_conversion
 from icecompat_writer.jvm.footers import ExecutorFooterReader
+from icecompat_writer.schema import JsonDict
 
 from .console import note, quiet
 from .settings import spark_session
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = ["add_arguments", "iceberg_plan_outcome", "routed", "run"]
 
@@ -111,7 +115,11 @@ def run(command: str, args: argparse.Namespace) -> int:
     needs_spark = args.database is not None or executors or (command == "upgrade" and not dry_run)
     spark, started = spark_session("icecompat-fleet", args) if needs_spark else (None, False)
     try:
-        refs = discover_database(spark, args.database) if args.database else path_refs(paths)
+        refs = (
+            discover_database(spark, args.database)
+            if args.database and spark is not None
+            else path_refs(paths)
+        )
         work = _work(command, args, spark)
         if spark is not None:  # footers on the executors: always with --executors, else big tables
             reader = ExecutorFooterReader.from_session(spark, "true" if executors else None)
@@ -146,7 +154,9 @@ def _reading_with(
     return wrapped
 
 
-def _work(command: str, args: argparse.Namespace, spark: Any) -> Callable[[TableRef], TableOutcome]:
+def _work(
+    command: str, args: argparse.Namespace, spark: SparkSession | None
+) -> Callable[[TableRef], TableOutcome]:
     if command == "check":
         return lambda ref: check_outcome(
             ref, args.profile, files=args.files, catalog=getattr(args, "catalog", None)
@@ -173,7 +183,7 @@ def iceberg_plan_outcome(
     except CompatViolation as err:
         rules = tuple(sorted({v.rule for v in err.violations}))
         return TableOutcome(ref.name, ref.location, "refused", rules=rules, detail=str(err).splitlines()[0])
-    state: dict[str, Any] | None = None
+    state: JsonDict | None = None
     if catalog:
         configuration = {
             str(k): str(v) for k, v in read_snapshot(ref.location, io=io).metadata.configuration.items()

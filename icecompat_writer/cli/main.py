@@ -15,7 +15,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from icecompat_writer.cli import fleet, settings
 from icecompat_writer.cli.console import configure_logging, note, quiet, restore_logging
@@ -27,9 +27,13 @@ from icecompat_writer.evidence.live_files import footers_read_by
 from icecompat_writer.fleet.run import IDENTIFIER_PROPERTY, TableRef, table_identifier
 from icecompat_writer.iceberg.cli import add_arguments as iceberg_arguments
 from icecompat_writer.jvm.footers import ExecutorFooterReader
+from icecompat_writer.schema import JsonDict
 
 if TYPE_CHECKING:
+    from icecompat_writer.checking.report import Report
+    from icecompat_writer.errors import Violation
     from icecompat_writer.storage import FileIO
+    from icecompat_writer.upgrading.api import UpgradeResult
 
 
 
@@ -43,7 +47,7 @@ def _cmd_conf(args: argparse.Namespace) -> int:
     except IcecompatError as err:
         return _command_failed("conf", args, type(err).__name__, str(err))
     if args.json:
-        doc: dict[str, Any] = {"format": "icecompat-conf/1", "output": args.output}
+        doc: JsonDict = {"format": "icecompat-conf/1", "output": args.output}
         if args.submit:
             doc["spark_submit"] = submit_arguments(text)
         else:
@@ -138,7 +142,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK if report.compliant else EXIT_VIOLATIONS
 
 
-def _catalog_state(catalog: str | None, table_path: str, io: FileIO) -> dict[str, Any] | None:
+def _catalog_state(catalog: str | None, table_path: str, io: FileIO) -> JsonDict | None:
     """Where the table stands in the pyiceberg catalog ``catalog`` (``--catalog``), under the identifier
     every run finds the same way (:func:`~icecompat_writer.fleet.run.table_identifier`); None without
     ``--catalog``. Never raises: the check's verdict stands whatever the catalog says."""
@@ -159,7 +163,7 @@ def _catalog_state(catalog: str | None, table_path: str, io: FileIO) -> dict[str
     return catalog_status(catalog, ident, table_path, io=io)
 
 
-def _catalog_text(state: dict[str, Any]) -> str:
+def _catalog_text(state: JsonDict) -> str:
     where = f"Catalog {state['catalog']}: {state.get('identifier') or '(no identifier)'}"
     if state.get("error"):
         return f"{where} unreadable ({state['error']})"
@@ -190,7 +194,7 @@ def _check_failed(args: argparse.Namespace, kind: str, message: str) -> int:
     return EXIT_ERROR
 
 
-def _print_report(report: Any) -> None:
+def _print_report(report: Report) -> None:
     """The terminal report: verdict, candidate profiles, one table section per rule, findings.
 
     The table keeps to what differs between rows (column, file, observed, expected); each rule's
@@ -227,7 +231,7 @@ def _print_report(report: Any) -> None:
             f"{verdict} ({len(report.violations)} violation(s), {len(report.errors)} error finding(s), "
             f"{footers})"
         )
-    by_rule: dict[str, list[Any]] = {}
+    by_rule: dict[str, list[Violation]] = {}
     for v in violations:
         by_rule.setdefault(v.rule, []).append(v)
     if by_rule:
@@ -311,7 +315,7 @@ def _cmd_upgrade(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run_upgrade(args: argparse.Namespace) -> Any:
+def _run_upgrade(args: argparse.Namespace) -> UpgradeResult:
     """The upgrade itself: a dry run needs no Spark; a real one uses the running session, or starts
     (and afterwards stops) one of its own."""
     from icecompat_writer.upgrading.api import upgrade_table
@@ -330,7 +334,7 @@ def _command_failed(command: str, args: argparse.Namespace, kind: str, message: 
     """Exit 2 with the reason on stderr; with --json stdout still gets JSON (an ``error`` object)."""
     print(f"icecompat {command}: {message}", file=sys.stderr)
     if args.json:
-        error: dict[str, Any] = {"type": kind, "message": message}
+        error: JsonDict = {"type": kind, "message": message}
         if hasattr(args, "table_path"):
             error["table"] = args.table_path
         sys.stdout.write(json.dumps({"error": error}, indent=2) + "\n")

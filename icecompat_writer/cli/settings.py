@@ -21,11 +21,14 @@ import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
 from icecompat_writer import driver_settings
 
 from .console import note
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = [
     "HADOOP_PREFIX",
@@ -147,7 +150,7 @@ def installed(settings: Mapping[str, str]) -> Iterator[None]:
         driver_settings.install(before)
 
 
-def spark_session(app_name: str, args: argparse.Namespace) -> tuple[Any, bool]:
+def spark_session(app_name: str, args: argparse.Namespace) -> tuple[SparkSession, bool]:
     """The running Spark session, else a new one with the command line's settings (``args.settings``),
     and whether this call started it (the caller stops what it started).
 

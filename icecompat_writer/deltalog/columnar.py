@@ -25,13 +25,13 @@ makes the caller take the line-by-line path for that file, or makes the row a ra
 from __future__ import annotations
 
 import io
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from icecompat_writer.compat import indices_nonzero
+from icecompat_writer.schema import JsonDict, JsonObject
 
 from .files import dv_unique_id
 from .parsed import ParsedColumns, TypeTree, render_partition_values, render_stats
@@ -206,7 +206,7 @@ def line_rows(
     )
 
 
-def line_dv_key(dv: Any) -> str:
+def line_dv_key(dv: JsonObject | None) -> str:
     """``key_dv`` (as text) of a deletionVector in JSON form, None meaning no DV."""
     return "" if dv is None else "D" + str(dv_unique_id(dv))
 
@@ -426,8 +426,8 @@ def _select(table: pa.Table, rows: pa.Array) -> pa.Table:
 
 
 def fill_parsed(
-    entry: pa.RecordBatch | list[dict[str, Any]], parsed: ParsedColumns, tree: TypeTree
-) -> pa.RecordBatch | list[dict[str, Any]]:
+    entry: pa.RecordBatch | list[JsonDict], parsed: ParsedColumns, tree: TypeTree
+) -> pa.RecordBatch | list[JsonDict]:
     """``entry`` (checkpoint adds as rows or dicts) with ``stats`` and ``partitionValues`` taken from
     the rendered ``stats_parsed``/``partitionValues_parsed`` where an add has no string form.
 
@@ -459,8 +459,8 @@ def fill_parsed(
 
 
 def _fill_dicts(
-    adds: list[dict[str, Any]], stats: pa.Array | None, values: pa.Array | None
-) -> list[dict[str, Any]]:
+    adds: list[JsonDict], stats: pa.Array | None, values: pa.Array | None
+) -> list[JsonDict]:
     stats_list = None if stats is None else stats.to_pylist()
     values_list = None if values is None else values.to_pylist()
     out = []

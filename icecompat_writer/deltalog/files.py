@@ -16,13 +16,15 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from icecompat_writer.schema import JsonDict, JsonObject
+
 __all__ = ["AddFile", "DeletionVectorDescriptor", "dv_unique_id", "parse_num_records"]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 _NUM_RECORDS_PREFIX = re.compile(r'\{\s*"numRecords"\s*:\s*(-?\d+)\s*[,}]')
 
 
-def dv_unique_id(dv: Mapping[str, Any] | None) -> str | None:
+def dv_unique_id(dv: JsonObject | None) -> str | None:
     """The derived ``uniqueId`` of a deletion vector in JSON form (None: no DV).
 
     ``<storageType><pathOrInlineDv>`` plus ``@<offset>`` when an offset is present; this is the second
@@ -83,8 +85,8 @@ class DeletionVectorDescriptor:
             max_row_index=None if max_row_index is None else int(max_row_index),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> JsonDict:
+        out: JsonDict = {
             "storageType": self.storage_type,
             "pathOrInlineDv": self.path_or_inline_dv,
         }
@@ -150,8 +152,8 @@ class AddFile:
             clustering_provider=obj.get("clusteringProvider"),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> JsonDict:
+        out: JsonDict = {
             "path": self.path,
             "partitionValues": dict(self.partition_values),
             "size": self.size,

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from types import MappingProxyType
-from typing import Any, overload
+from typing import overload
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from icecompat_writer.compat import indices_nonzero
 from icecompat_writer.perf import gc_paused
+from icecompat_writer.schema import JsonDict
 
 from .columnar import CONTENT_FIELDS, FILE_ACTIONS_SCHEMA
 from .files import AddFile, DeletionVectorDescriptor, parse_num_records
@@ -26,7 +27,7 @@ from .paths import resolve_data_path_text
 __all__ = ["LiveFiles", "build_live_files"]
 
 _CONTENT_NAMES = tuple(f.name for f in CONTENT_FIELDS)
-_EMPTY: MappingProxyType[str, Any] = MappingProxyType({})
+_EMPTY: MappingProxyType[str, str | None] = MappingProxyType({})
 _NUM_RECORDS = r'^\{\s*"numRecords"\s*:\s*(?P<n>-?\d{1,18})\s*[,}]'
 # Paths resolve_data_path_text may refuse (or resolve in a non-trivial way); every other path is a
 # plain relative path that stays inside the table root. A superset: the resolver has the last word.
@@ -38,7 +39,7 @@ def _num_records(stats: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Arra
     return pc.struct_field(pc.extract_regex(stats, _NUM_RECORDS), "n").cast(pa.int64())
 
 
-def _drop_none(obj: dict[str, Any]) -> dict[str, Any]:
+def _drop_none(obj: JsonDict) -> JsonDict:
     return {k: v for k, v in obj.items() if v is not None}
 
 
@@ -197,7 +198,7 @@ def _build_add_files(
 
 
 def build_live_files(
-    live: pa.Table, raw_adds: Sequence[dict[str, Any]], root_text: str
+    live: pa.Table, raw_adds: Sequence[JsonDict], root_text: str
 ) -> tuple[LiveFiles, list[LogFinding]]:
     """The snapshot's live files from reconciled rows, and the findings about them.
 

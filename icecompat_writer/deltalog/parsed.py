@@ -20,7 +20,7 @@ Everything is done column by column with Arrow kernels; only string values are e
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icecompat_writer.compat import indices_nonzero
+from icecompat_writer.schema import JsonObject
 
 __all__ = [
     "ParsedColumns", "TypeTree", "render_json_stats", "render_partition_values", "render_stats", "type_tree",
@@ -36,7 +37,7 @@ __all__ = [
 _PHYSICAL_NAME = "delta.columnMapping.physicalName"
 _MODE_KEY = "delta.columnMapping.mode"
 
-TypeTree = Mapping[str, Any]
+TypeTree = JsonObject
 """Physical name -> Delta type: a type name (``"timestamp"``, ``"decimal(10,2)"``), a nested
 :data:`TypeTree` for a struct, or None for a type whose statistics are not rendered by value
 (arrays, maps, variants)."""
@@ -51,7 +52,7 @@ class ParsedColumns:
     partition_values: pa.Array | None
 
 
-def type_tree(schema: Mapping[str, Any] | None, configuration: Mapping[str, str]) -> TypeTree:
+def type_tree(schema: JsonObject | None, configuration: Mapping[str, str]) -> TypeTree:
     """The table schema keyed as statistics are: by physical name when column mapping is on."""
     mode = str(configuration.get(_MODE_KEY, "none")).strip().lower()
     physical = mode in ("name", "id")
@@ -104,7 +105,7 @@ def render_stats(stats: pa.Array, tree: TypeTree) -> pa.Array:
     return _join_object(parts, stats)
 
 
-def render_json_stats(parsed: Mapping[str, Any]) -> str:
+def render_json_stats(parsed: JsonObject) -> str:
     """A ``stats_parsed`` object of a JSON checkpoint as the JSON stats string.
 
     In a JSON file the struct's values are already JSON as Delta writes stats (its writer serialises
@@ -117,7 +118,7 @@ def render_json_stats(parsed: Mapping[str, Any]) -> str:
     )
 
 
-def _without_nulls(value: Any) -> Any:
+def _without_nulls(value: object) -> object:
     if isinstance(value, Mapping):
         return {k: _without_nulls(v) for k, v in value.items() if v is not None}
     return value
@@ -150,7 +151,7 @@ def _join_object(parts: list[pa.Array], parent: pa.Array) -> pa.Array:
     return out
 
 
-def _object(arr: pa.Array, tree: Any, leaf: Any) -> pa.Array:
+def _object(arr: pa.Array, tree: object, leaf: Callable[[pa.Array, object], pa.Array]) -> pa.Array:
     """A struct of per-column values (``minValues``, ``maxValues``, ``nullCount``) as a JSON object."""
     if not pa.types.is_struct(arr.type):
         return leaf(arr, tree)
@@ -171,7 +172,7 @@ def _plain_json(arr: pa.Array) -> pa.Array:
     return pa.nulls(len(arr), pa.string())
 
 
-def _value_json(arr: pa.Array, delta_type: Any) -> pa.Array:
+def _value_json(arr: pa.Array, delta_type: object) -> pa.Array:
     """One column's min or max values as JSON, typed by the table schema where the file's type is
     ambiguous; null for what Delta keeps no value statistic of (binary, nested, unknown)."""
     t = arr.type
@@ -274,7 +275,7 @@ def render_partition_values(values: pa.Array, tree: TypeTree) -> pa.Array | None
     return pa.MapArray.from_arrays(offsets, keys, items, mask=mask)
 
 
-def _partition_text(arr: pa.Array, delta_type: Any) -> pa.Array | None:
+def _partition_text(arr: pa.Array, delta_type: object) -> pa.Array | None:
     t = arr.type
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return arr.cast(pa.string())

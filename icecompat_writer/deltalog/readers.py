@@ -357,7 +357,7 @@ def _drop_none(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if v is not None}
 
 
-def _maps_to_dicts(value: Any, type_: pa.DataType) -> Any:
+def _maps_to_dicts(value: Any, type_: pa.DataType) -> Any:  # noqa: ANN401  # pyarrow's to_pylist values, untyped
     """Turn pyarrow's list-of-pairs map values back into dicts, recursively (JSON shape)."""
     if value is None:
         return None

@@ -24,11 +24,11 @@ from __future__ import annotations
 import bisect
 import json
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 
 from icecompat_writer.errors import TableReadError
+from icecompat_writer.schema import JsonDict
 
 from .checkpoints import CheckpointDamaged, read_checkpoint, recover_stats
 from .findings import FindingCode, LogFinding
@@ -64,13 +64,13 @@ class ReplayResult:
     """
 
     version: int
-    protocol: dict[str, Any] | None
-    metadata: dict[str, Any] | None
+    protocol: JsonDict | None
+    metadata: JsonDict | None
     files: pa.Table
-    raw_adds: list[dict[str, Any]]
+    raw_adds: list[JsonDict]
     txns: dict[str, int]
     domains: dict[str, str]
-    commit_info: dict[str, Any] | None
+    commit_info: JsonDict | None
     checkpoint_version: int | None
     findings: list[LogFinding]
     stats_lost: frozenset[str] = frozenset()
@@ -317,7 +317,7 @@ def _apply_compaction(
         state.files.extend(read.files)
 
 
-def _read_commit_info(listing: LogListing, lf: LogFile) -> dict[str, Any] | None:
+def _read_commit_info(listing: LogListing, lf: LogFile) -> JsonDict | None:
     """The commitInfo of one commit (checkpoints and compactions do not keep it)."""
     try:
         read = read_json_actions(lf.path, listing.rel(lf.path), io=listing.io)

@@ -8,6 +8,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from icecompat_writer.schema import JsonObject
+
 from .actions import Protocol
 from .columnar import FILE_ACTIONS_SCHEMA, line_dv_key, line_rows, reconcile
 from .findings import FindingCode, LogFinding
@@ -26,14 +28,14 @@ class _FileActions:
         self._dv_keys: list[str] = []
         self._raws: list[int | None] = []
 
-    def add(self, path: str, dv: Any, action: dict[str, Any]) -> None:
+    def add(self, path: str, dv: JsonObject | None, action: dict[str, Any]) -> None:
         self._kinds.append(1)
         self._paths.append(path)
         self._dv_keys.append(line_dv_key(dv))
         self._raws.append(len(self.raw_adds))
         self.raw_adds.append(action)
 
-    def remove(self, path: str, dv: Any) -> None:
+    def remove(self, path: str, dv: JsonObject | None) -> None:
         self._kinds.append(0)
         self._paths.append(path)
         self._dv_keys.append(line_dv_key(dv))

@@ -156,7 +156,7 @@ def read_listed_footer(path: Location, size: int, *, io: FileIO) -> ParquetFoote
     return decode_footer(data[-8 - length : -8], path)
 
 
-def _check_end(path: Any, tail: bytes, size: int) -> None:
+def _check_end(path: Any, tail: bytes, size: int) -> None:  # noqa: ANN401  # Thrift compact values, decoded untyped
     """A file's last 8 bytes (footer length, end magic) fit a Parquet file of ``size`` bytes."""
     if size < 12:
         raise FooterReadError(path, f"{size} bytes is too small for a Parquet file")
@@ -169,7 +169,7 @@ def _check_end(path: Any, tail: bytes, size: int) -> None:
         raise FooterReadError(path, f"footer length {length} does not fit a {size}-byte file")
 
 
-def _footer(path: Any, raw_schema: list[dict[int, Any]], meta: pq.FileMetaData) -> ParquetFooter:
+def _footer(path: Any, raw_schema: list[dict[int, Any]], meta: pq.FileMetaData) -> ParquetFooter:  # noqa: ANN401  # Thrift compact values, decoded untyped
     leaves = meta.schema
     kv = meta.metadata or {}
     key_value = {
@@ -291,7 +291,7 @@ class _SchemaCache:
 _SCHEMAS = _SchemaCache()
 
 
-def _decode_schema(path: Any, data: bytes) -> list[dict[int, Any]]:
+def _decode_schema(path: Any, data: bytes) -> list[dict[int, Any]]:  # noqa: ANN401  # Thrift compact values, decoded untyped
     cached = _SCHEMAS.lookup(data)
     if cached is not None:
         return cached
@@ -347,7 +347,7 @@ class _CompactReader:
         self.pos += n
         return out
 
-    def value(self, ttype: int) -> Any:
+    def value(self, ttype: int) -> Any:  # noqa: ANN401  # Thrift compact values, decoded untyped
         if ttype == 1:
             return True
         if ttype == 2:
@@ -382,7 +382,7 @@ class _CompactReader:
             raise ValueError(f"container of {size} elements is longer than the footer")
         return size
 
-    def element(self, etype: int) -> Any:
+    def element(self, etype: int) -> Any:  # noqa: ANN401  # Thrift compact values, decoded untyped
         """One element of a list or map: unlike a struct field's, a boolean here is a byte of its own."""
         if etype in (1, 2):
             return self.byte() == 1
@@ -490,7 +490,7 @@ def _build_tree(
     return fields
 
 
-def _enum(names: tuple[str, ...], value: Any) -> str | None:
+def _enum(names: tuple[str, ...], value: Any) -> str | None:  # noqa: ANN401  # Thrift compact values, decoded untyped
     if isinstance(value, int) and 0 <= value < len(names):
         return names[value]
     return None if value is None else f"UNKNOWN({value})"

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from icecompat_writer import storage
 from icecompat_writer.compat import StrEnum
@@ -40,6 +40,7 @@ from icecompat_writer.errors import IcecompatError
 from icecompat_writer.evidence.footers import FooterReadError, read_footer, read_listed_footer
 from icecompat_writer.facts import DataFileFacts, ParquetFooter
 from icecompat_writer.perf import gc_paused
+from icecompat_writer.schema import JsonDict
 from icecompat_writer.storage import FileIO, Location
 
 __all__ = [
@@ -139,7 +140,7 @@ class CheckFinding:
             where = f" ({self.file}" + (f", line {self.line}" if self.line is not None else "") + ")"
         return f"{self.severity.value} {self.code}: {self.message}{where}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonDict:
         return {
             "code": self.code,
             "severity": self.severity.value,

@@ -10,7 +10,8 @@ import html
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+
+from icecompat_writer.schema import JsonDict
 
 __all__ = ["JSON_FORMAT", "FleetReport", "TableOutcome"]
 
@@ -49,7 +50,7 @@ class TableOutcome:
     rules: tuple[str, ...] = ()
     delta_version: int | None = None
     iceberg_version: int | None = None
-    catalog: dict[str, Any] | None = None
+    catalog: JsonDict | None = None
     detail: str = ""
     error: str | None = None
     seconds: float = 0.0
@@ -76,7 +77,7 @@ class TableOutcome:
             return f"{where} not registered"
         return f"{where} at Delta version {c.get('delta_version')}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonDict:
         return {
             "table": self.table,
             "location": self.location,
@@ -109,7 +110,7 @@ class FleetReport:
         kinds = {o.kind for o in self.outcomes}
         return 2 if "error" in kinds else 1 if "violations" in kinds else 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonDict:
         return {
             "format": JSON_FORMAT,
             "command": self.command,

@@ -10,14 +10,18 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from icecompat_writer.errors import CompatViolation, IcecompatError
 from icecompat_writer.iceberg.sync import resolve_identifier
+from icecompat_writer.schema import JsonDict
 from icecompat_writer.storage import FileIO, io_for
 from icecompat_writer.writing.target import Target
 
 from .report import TableOutcome
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = [
     "DEFAULT_PARALLEL",
@@ -51,7 +55,7 @@ def path_refs(paths: Sequence[str]) -> list[TableRef]:
     return [TableRef(p, p) for p in paths]
 
 
-def discover_database(spark: Any, database: str) -> list[TableRef]:
+def discover_database(spark: SparkSession, database: str) -> list[TableRef]:
     """Every table of ``database`` in the Spark session's catalog, in name order.
 
     Locations and providers come from ``DESCRIBE TABLE EXTENDED`` (catalog metadata only, no job). A
@@ -84,7 +88,7 @@ def discover_database(spark: Any, database: str) -> list[TableRef]:
     return refs
 
 
-def _describe(spark: Any, target: Target) -> dict[str, str]:
+def _describe(spark: SparkSession, target: Target) -> dict[str, str]:
     out: dict[str, str] = {}
     detailed = False
     for row in spark.sql(f"DESCRIBE TABLE EXTENDED {target.sql_name}").collect():
@@ -146,7 +150,7 @@ def _configuration(location: str, io: FileIO) -> dict[str, str]:
 
 def _catalog_state(
     catalog: str | None, ref: TableRef, location: str | None, io: FileIO
-) -> dict[str, Any] | None:
+) -> JsonDict | None:
     from icecompat_writer.iceberg.catalogs import catalog_status
 
     if not catalog or ref.location is None:
@@ -197,7 +201,9 @@ def check_outcome(
     )
 
 
-def upgrade_outcome(spark: Any, ref: TableRef, profile: str, dry_run: bool = False) -> TableOutcome:
+def upgrade_outcome(
+    spark: SparkSession | None, ref: TableRef, profile: str, dry_run: bool = False
+) -> TableOutcome:
     """``upgrade`` on one table: upgraded / would upgrade / already compliant, or refused with its rules."""
     from icecompat_writer.upgrading.api import upgrade_table
 
@@ -239,7 +245,7 @@ def iceberg_outcome(
     except CompatViolation as err:
         rules = tuple(sorted({v.rule for v in err.violations}))
         return TableOutcome(ref.name, ref.location, "refused", rules=rules, detail=str(err).splitlines()[0])
-    state: dict[str, Any] | None = None
+    state: JsonDict | None = None
     if catalog:
         ident = table_identifier(ref, _configuration(ref.location, io))
         if ident is None:

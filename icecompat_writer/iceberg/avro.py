@@ -16,7 +16,7 @@ from typing import Any, TypedDict, cast
 
 import fastavro
 
-from icecompat_writer.schema import iceberg_decimal_params
+from icecompat_writer.schema import JsonDict, JsonObject, iceberg_decimal_params
 from icecompat_writer.storage import FileIO, Location
 
 __all__ = [
@@ -54,12 +54,12 @@ def avro_name(name: str) -> str:
     return "".join(out) or "_"
 
 
-def _opt(avro_type: Any) -> list[Any]:
+def _opt(avro_type: object) -> list[object]:
     return ["null", avro_type]
 
 
-def _field(name: str, avro_type: Any, field_id: int, optional: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def _field(name: str, avro_type: object, field_id: int, optional: bool = False) -> JsonDict:
+    out: JsonDict = {
         "name": name,
         "type": _opt(avro_type) if optional else avro_type,
         "field-id": field_id,
@@ -69,7 +69,7 @@ def _field(name: str, avro_type: Any, field_id: int, optional: bool = False) -> 
     return out
 
 
-def _kv_map(key_id: int, value_id: int, value_type: str) -> dict[str, Any]:
+def _kv_map(key_id: int, value_id: int, value_type: str) -> JsonDict:
     """Iceberg's int-keyed map as Avro: an array of key/value records with ``logicalType: map``."""
     return {
         "type": "array",
@@ -85,7 +85,7 @@ def _kv_map(key_id: int, value_id: int, value_type: str) -> dict[str, Any]:
     }
 
 
-def primitive_avro_type(iceberg_type: str, unique: str) -> Any:
+def primitive_avro_type(iceberg_type: str, unique: str) -> str | JsonDict:
     """Avro type of an Iceberg primitive (spec Appendix A); ``unique`` names fixed types apart."""
     simple = {
         "boolean": "boolean",
@@ -132,7 +132,7 @@ class PartitionField:
         self.result_type = result_type
 
 
-def manifest_entry_schema(partition: Sequence[PartitionField], format_version: int) -> dict[str, Any]:
+def manifest_entry_schema(partition: Sequence[PartitionField], format_version: int) -> JsonDict:
     """The Avro schema of ``manifest_entry`` for one partition spec (spec "Manifests")."""
     part_fields = [
         _field(
@@ -140,7 +140,7 @@ def manifest_entry_schema(partition: Sequence[PartitionField], format_version: i
         )
         for p in partition
     ]
-    data_file: list[dict[str, Any]] = [
+    data_file: list[JsonDict] = [
         _field("content", "int", 134),
         _field("file_path", "string", 100),
         _field("file_format", "string", 101),
@@ -177,7 +177,7 @@ def manifest_entry_schema(partition: Sequence[PartitionField], format_version: i
     }
 
 
-def manifest_file_schema(format_version: int) -> dict[str, Any]:
+def manifest_file_schema(format_version: int) -> JsonDict:
     """The Avro schema of ``manifest_file``, the rows of a manifest list (spec "Manifest Lists")."""
     summary = {
         "type": "record",
@@ -350,7 +350,7 @@ def deletion_vector_record(
 
 def _write(
     path: Location,
-    schema: dict[str, Any],
+    schema: JsonDict,
     records: Iterable[Mapping[str, Any]],
     meta: Mapping[str, str],
     io: FileIO,
@@ -371,9 +371,9 @@ def write_manifest(
     entries: Sequence[ManifestEntryRecord],
     *,
     partition: Sequence[PartitionField],
-    partition_spec_json: Sequence[Mapping[str, Any]],
+    partition_spec_json: Sequence[JsonObject],
     spec_id: int,
-    schema_json: Mapping[str, Any],
+    schema_json: JsonObject,
     format_version: int,
     content: str = "data",
     io: FileIO,

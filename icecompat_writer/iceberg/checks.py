@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.errors import CompatViolation, Violation
@@ -199,7 +198,7 @@ def table_violations(
     out.extend(_emitter_violations(rules, metadata, format_version))
     if out:
         return None, out
-    converted, schema_violations = convert_schema(metadata.schema, format_version)
+    converted, schema_violations = convert_schema(metadata.schema_model, format_version)
     out.extend(schema_violations)
     out.extend(_partition_violations(metadata, converted))
     return converted, out
@@ -211,7 +210,7 @@ def _partition_violations(metadata: Metadata, converted: ConvertedSchema) -> lis
     for name in metadata.partition_columns:
         col = converted.top.get(name)
         if col is None:
-            if _find(metadata.schema, name) is None:
+            if all(f.name != name for f in metadata.schema_model.top):
                 out.append(
                     violation(
                         "ICEBERG-EMIT-PARTITION-COLUMN",
@@ -229,10 +228,3 @@ def _partition_violations(metadata: Metadata, converted: ConvertedSchema) -> lis
                 )
             )
     return out
-
-
-def _find(schema: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
-    for f in schema.get("fields") or []:
-        if f.get("name") == name:
-            return dict(f)
-    return None

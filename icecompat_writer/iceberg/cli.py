@@ -23,13 +23,13 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.deltalog.paths import table_root_path
 from icecompat_writer.errors import CompatViolation, IcecompatError
+from icecompat_writer.schema import JsonDict, JsonObject
 from icecompat_writer.storage import FileIO, io_for
 
 from . import _delta
@@ -161,7 +161,7 @@ def plan_conversion(
     return ConversionPlan(str(root), latest, last, last + 1, number, str(target), meta.format_version, kind)
 
 
-def catalog_plan(catalog: str, identifier: str, plan: ConversionPlan, *, io: FileIO) -> dict[str, Any]:
+def catalog_plan(catalog: str, identifier: str, plan: ConversionPlan, *, io: FileIO) -> JsonDict:
     """What ``sync_catalog`` would do after ``plan``: ``action`` is ``would register``, ``would commit``
     or ``current``. Reads the catalog's entry only; raises :class:`IcecompatError` when the catalog
     cannot answer (the real run would fail too)."""
@@ -184,7 +184,7 @@ def catalog_plan(catalog: str, identifier: str, plan: ConversionPlan, *, io: Fil
     }
 
 
-def _catalog_plan_text(state: Mapping[str, Any]) -> str:
+def _catalog_plan_text(state: JsonObject) -> str:
     where = f"catalog {state['catalog']}: {state['identifier']}"
     if state["action"] == "would register":
         return f"{where} would be registered at Delta version {state['delta_version']}"
@@ -196,7 +196,7 @@ def _catalog_plan_text(state: Mapping[str, Any]) -> str:
     )
 
 
-def _result_json(result: IcebergResult) -> dict[str, Any]:
+def _result_json(result: IcebergResult) -> JsonDict:
     return {
         "written": result.written,
         "delta_version": result.delta_version,
@@ -217,7 +217,7 @@ def _result_json(result: IcebergResult) -> dict[str, Any]:
     }
 
 
-def _plan_json(plan: ConversionPlan) -> dict[str, Any]:
+def _plan_json(plan: ConversionPlan) -> JsonDict:
     return {
         "written": False,
         "needed": plan.needed,
@@ -244,7 +244,7 @@ def _fail(args: argparse.Namespace, path: str, code: int, err: Exception) -> int
                     for v in err.violations
                 ],
             }
-            doc: dict[str, Any] = {
+            doc: JsonDict = {
                 "format": JSON_FORMAT,
                 "table": path,
                 "dry_run": bool(getattr(args, "dry_run", False)),
@@ -301,7 +301,7 @@ def run(args: argparse.Namespace) -> int:
                     f"--catalog {catalog} needs the table's identifier: give --identifier NAMESPACE.TABLE "
                     f"or set the table property {IDENTIFIER_PROPERTY}",
                 )
-        doc: dict[str, Any] = {"format": JSON_FORMAT, "table": path, "dry_run": dry_run}
+        doc: JsonDict = {"format": JSON_FORMAT, "table": path, "dry_run": dry_run}
         if dry_run:
             plan = plan_conversion(path, format_version=args.format_version, io=io)
             doc.update(_plan_json(plan))

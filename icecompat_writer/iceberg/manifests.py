@@ -114,7 +114,7 @@ def delete_file_key(data_file: DataFileRecord) -> str:
     return path if offset is None else f"{path}#{int(offset)}"
 
 
-def partition_avro_value(raw: Any, iceberg_type: str) -> Any:
+def partition_avro_value(raw: Any, iceberg_type: str) -> Any:  # noqa: ANN401  # fastavro/pyarrow values, untyped
     """Raw partition value in the form fastavro encodes for the partition field's Avro type."""
     params = iceberg_decimal_params(iceberg_type)
     if raw is not None and params is not None:
@@ -152,7 +152,7 @@ def summaries(entries: Iterable[Entry], fields: Sequence[PartitionField]) -> lis
     return out
 
 
-def _sequence(value: Any, inherit: bool, m: Manifest) -> int:
+def _sequence(value: Any, inherit: bool, m: Manifest) -> int:  # noqa: ANN401  # fastavro/pyarrow values, untyped
     """An entry's sequence number: its own, else (only where the spec lets it inherit) its manifest's."""
     if value is not None:
         return int(value)

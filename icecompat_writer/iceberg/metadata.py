@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icecompat_writer.errors import TableReadError
+from icecompat_writer.schema import JsonDict, JsonObject
 
 __all__ = [
     "MAIN_BRANCH",
@@ -61,7 +62,7 @@ converted version (``{"protocol": ..., "metaData": ...}``, the log's JSON shapes
 MAIN_BRANCH = "main"
 
 
-def _rest(obj: Mapping[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
+def _rest(obj: Mapping[str, Any], known: tuple[str, ...]) -> JsonDict:
     return {k: v for k, v in obj.items() if k not in known}
 
 
@@ -70,13 +71,13 @@ class Schema:
     """One entry of ``schemas``: its id and its JSON form (``{"type": "struct", "schema-id": ...}``)."""
 
     schema_id: int
-    json: dict[str, Any]
+    json: JsonDict
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> Schema:
         return cls(int(obj["schema-id"]), dict(obj))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonDict:
         return dict(self.json)
 
 
@@ -93,7 +94,7 @@ class SpecField:
     def from_json(cls, obj: Mapping[str, Any]) -> SpecField:
         return cls(str(obj["name"]), str(obj["transform"]), int(obj["source-id"]), int(obj["field-id"]))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonDict:
         return {
             "name": self.name,
             "transform": self.transform,
@@ -113,10 +114,10 @@ class PartitionSpec:
     def from_json(cls, obj: Mapping[str, Any]) -> PartitionSpec:
         return cls(int(obj["spec-id"]), tuple(SpecField.from_json(f) for f in obj.get("fields") or []))
 
-    def fields_json(self) -> list[dict[str, Any]]:
+    def fields_json(self) -> list[JsonDict]:
         return [f.to_json() for f in self.fields]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonDict:
         return {"spec-id": self.spec_id, "fields": self.fields_json()}
 
 
@@ -133,7 +134,7 @@ class Snapshot:
     parent_snapshot_id: int | None = None
     first_row_id: int | None = None
     added_rows: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonDict = field(default_factory=dict)
 
     _KNOWN = (
         "snapshot-id",
@@ -170,8 +171,8 @@ class Snapshot:
             extra=_rest(obj, cls._KNOWN),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> JsonDict:
+        out: JsonDict = {
             "snapshot-id": self.snapshot_id,
             "sequence-number": self.sequence_number,
             "timestamp-ms": self.timestamp_ms,
@@ -195,7 +196,7 @@ class SnapshotLogEntry:
     timestamp_ms: int
     snapshot_id: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonDict:
         return {"timestamp-ms": self.timestamp_ms, "snapshot-id": self.snapshot_id}
 
 
@@ -204,7 +205,7 @@ class MetadataLogEntry:
     metadata_file: str
     timestamp_ms: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonDict:
         return {"metadata-file": self.metadata_file, "timestamp-ms": self.timestamp_ms}
 
 
@@ -214,9 +215,9 @@ class SnapshotRef:
 
     snapshot_id: int
     type: str = "branch"
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonDict = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonDict:
         return {"snapshot-id": self.snapshot_id, "type": self.type, **self.extra}
 
 
@@ -236,7 +237,7 @@ class TableMetadata:
     partition_specs: list[PartitionSpec] = field(default_factory=list)
     last_partition_id: int = 999
     default_sort_order_id: int = 0
-    sort_orders: list[dict[str, Any]] = field(default_factory=lambda: [{"order-id": 0, "fields": []}])
+    sort_orders: list[JsonDict] = field(default_factory=lambda: [{"order-id": 0, "fields": []}])
     properties: dict[str, str] = field(default_factory=dict)
     current_snapshot_id: int | None = None
     refs: dict[str, SnapshotRef] = field(default_factory=dict)
@@ -244,7 +245,7 @@ class TableMetadata:
     snapshot_log: list[SnapshotLogEntry] = field(default_factory=list)
     metadata_log: list[MetadataLogEntry] = field(default_factory=list)
     next_row_id: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonDict = field(default_factory=dict)
 
     _KNOWN = (
         "format-version",
@@ -324,8 +325,8 @@ class TableMetadata:
         except (KeyError, TypeError, ValueError) as err:
             raise TableReadError(f"malformed Iceberg table metadata: {type(err).__name__}: {err}") from err
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> JsonDict:
+        out: JsonDict = {
             "format-version": self.format_version,
             "table-uuid": self.table_uuid,
             "location": self.location,
@@ -384,7 +385,7 @@ class TableMetadata:
 
     # -- changes ---------------------------------------------------------------------------------
 
-    def add_schema(self, schema_json: Mapping[str, Any]) -> int:
+    def add_schema(self, schema_json: JsonObject) -> int:
         """Record a new schema (its ``schema-id`` is assigned here) and return the id."""
         new_id = max((s.schema_id for s in self.schemas), default=-1) + 1
         self.schemas.append(Schema(new_id, {**schema_json, "schema-id": new_id}))
@@ -410,7 +411,7 @@ class TableMetadata:
 class AddSchema:
     """A new schema (JSON form); it gets the next schema id, one above the highest recorded."""
 
-    schema_json: Mapping[str, Any]
+    schema_json: JsonObject
 
     def apply_to(self, meta: TableMetadata) -> None:
         meta.add_schema(self.schema_json)

@@ -31,14 +31,16 @@ from icecompat_writer.schema import (
     VALUE,
     ArrayType,
     Field,
+    JsonDict,
+    JsonObject,
     MapType,
     PrimitiveType,
+    Schema,
     SchemaVisitor,
     Slot,
     StructType,
     iceberg_decimal_params,
     id_in_range,
-    parse_schema,
     visit,
 )
 
@@ -87,12 +89,18 @@ class SchemaIdError(IcecompatError):
 
 
 def violation(
-    rule: str, path: str, *, variant: str = "", observed: Any = None, expected: Any = None, **values: Any
+    rule: str,
+    path: str,
+    *,
+    variant: str = "",
+    observed: object = None,
+    expected: object = None,
+    **values: object,
 ) -> Violation:
     """A Violation of this emitter's profile, worded by the rule's catalog templates (``variant``:
     one of its named wordings) filled with ``values``."""
     return layer_violation(
-        PROFILE, rule, path, variant=variant, observed=observed, expected=expected, **values
+        PROFILE, rule, path, variant=variant, observed=observed, expected=expected, clause="", **values
     )
 
 
@@ -118,29 +126,30 @@ class TopColumn:
     field_id: int
     name: str
     physical_name: str
-    iceberg_type: str | dict[str, Any]
+    iceberg_type: str | JsonDict
 
 
 @dataclass
 class ConvertedSchema:
     """The Iceberg form of one Delta schema, plus the indexes built while converting it."""
 
-    fields: list[dict[str, Any]] = field(default_factory=list)
+    fields: list[JsonDict] = field(default_factory=list)
     primitives: dict[int, Primitive] = field(default_factory=dict)
     top: dict[str, TopColumn] = field(default_factory=dict)
-    name_mapping: list[dict[str, Any]] = field(default_factory=list)
+    name_mapping: list[JsonDict] = field(default_factory=list)
     max_id: int = 0
 
-    def to_json(self, schema_id: int) -> dict[str, Any]:
+    def to_json(self, schema_id: int) -> JsonDict:
         """The schema as Iceberg table metadata stores it (spec Appendix C)."""
         return {"type": "struct", "schema-id": schema_id, "fields": self.fields}
 
-    def same_as(self, other: Mapping[str, Any]) -> bool:
+    def same_as(self, other: JsonObject) -> bool:
         """Whether an already recorded schema JSON has exactly these fields (its id aside)."""
-        return list(other.get("fields", [])) == self.fields
+        fields = other.get("fields", [])
+        return isinstance(fields, list | tuple) and list(fields) == self.fields
 
 
-_Result = tuple[Any, list[dict[str, Any]]]  # (Iceberg field or type JSON, or None; name-mapping entries)
+_Result = tuple[Any, list[JsonDict]]  # (Iceberg field or type JSON, or None; name-mapping entries)
 
 
 class _Converter(SchemaVisitor[_Result]):
@@ -162,7 +171,7 @@ class _Converter(SchemaVisitor[_Result]):
         self._field_ids: dict[int, tuple[int | None, tuple[str, ...] | None]] = {}
         self._slot_ids: dict[str, int | None] = {}
 
-    def _claim(self, fid: Any, path: str) -> int | None:
+    def _claim(self, fid: object, path: str) -> int | None:
         """Check an id is a usable, unique Iceberg field id; record it."""
         if isinstance(fid, bool) or not isinstance(fid, int):
             self.id_problems.append(f"`{path}`: id {fid!r} is not an integer")
@@ -252,7 +261,7 @@ class _Converter(SchemaVisitor[_Result]):
         itype, mapping = type_result
         if sid is None or itype is None:
             return None, []
-        entry: dict[str, Any] = {"field-id": sid, "names": [slot.step]}
+        entry: JsonDict = {"field-id": sid, "names": [slot.step]}
         if mapping:
             entry["fields"] = mapping
         return itype, [entry]
@@ -296,7 +305,7 @@ class _Converter(SchemaVisitor[_Result]):
         name = str(f.get("name"))
         physical = field.metadata.get(CM_PHYSICAL_NAME)
         out = {"id": fid, "name": name, "required": not bool(f.get("nullable", True)), "type": itype}
-        entry: dict[str, Any] = {"field-id": fid, "names": [str(physical)]}
+        entry: JsonDict = {"field-id": fid, "names": [str(physical)]}
         if sub_mapping:
             entry["fields"] = sub_mapping
         if isinstance(itype, str):
@@ -320,9 +329,7 @@ class _Converter(SchemaVisitor[_Result]):
         )
 
 
-def convert_schema(
-    delta_schema: Mapping[str, Any], format_version: int
-) -> tuple[ConvertedSchema, list[Violation]]:
+def convert_schema(delta_schema: Schema, format_version: int) -> tuple[ConvertedSchema, list[Violation]]:
     """Convert a Delta struct schema (parsed ``schemaString``) to Iceberg, ids taken from Delta.
 
     Returns the converted schema and every ``ICEBERG-EMIT-TYPE`` violation; when the list is not
@@ -330,7 +337,7 @@ def convert_schema(
     without a usable id (which the catalog's id rules refuse before this is called).
     """
     conv = _Converter(format_version)
-    root, mapping = visit(parse_schema(delta_schema), conv)
+    root, mapping = visit(delta_schema, conv)
     if conv.id_problems:
         raise SchemaIdError(conv.id_problems)
     conv.out.fields = root["fields"]

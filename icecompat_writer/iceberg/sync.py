@@ -23,7 +23,6 @@ import os
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from icecompat_writer.deltalog.paths import table_root_path
 from icecompat_writer.errors import ConcurrentWriteError, IcebergSyncWarning, IcecompatError
@@ -31,7 +30,7 @@ from icecompat_writer.storage import FileIO, Location
 
 from .catalogs import CatalogSync, sync_catalog
 from .checks import FORMAT_VERSION_PROPERTY
-from .emitter import METADATA_DIR, PROP_DELTA_VERSION, write_iceberg_metadata
+from .emitter import METADATA_DIR, PROP_DELTA_VERSION, IcebergResult, write_iceberg_metadata
 from .start import existing_metadata
 
 __all__ = [
@@ -191,7 +190,7 @@ def sync_after_commit(
     )
 
 
-def _current_snapshot(result: Any, io: FileIO) -> int | None:
+def _current_snapshot(result: IcebergResult, io: FileIO) -> int | None:
     meta = json.loads(io.new_input(result.metadata_path).read().decode("utf-8"))
     sid = meta.get("current-snapshot-id")
     return None if sid is None or sid == -1 else int(sid)

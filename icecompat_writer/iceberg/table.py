@@ -26,6 +26,7 @@ from icecompat_writer.deltalog.files import DeletionVectorDescriptor
 from icecompat_writer.deltalog.paths import resolve_data_path
 from icecompat_writer.errors import CompatViolation, TableReadError, Violation
 from icecompat_writer.evidence.footers import read_object_footer
+from icecompat_writer.schema import JsonDict
 from icecompat_writer.storage import FileIO, Location
 
 from .avro import DataFileRecord, PartitionField, avro_name, data_file_record
@@ -223,7 +224,7 @@ class IcebergTable:
             out.append(PartitionField(f.field_id, f.name, prim.iceberg_type))
         return out
 
-    def current_schema_json(self) -> dict[str, Any]:
+    def current_schema_json(self) -> JsonDict:
         """The current schema as recorded, which every new manifest embeds in its Avro metadata."""
         try:
             return self.metadata.schema(self.schema_id).to_json()

@@ -21,7 +21,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
 from typing import Any
 
 from icecompat_writer.compat import datetime_fromisoformat
-from icecompat_writer.schema import iceberg_decimal_params
+from icecompat_writer.schema import JsonDict, JsonObject, iceberg_decimal_params
 
 from .schema import ConvertedSchema, Primitive
 
@@ -88,7 +88,7 @@ def _binary_partition_value(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-def parse_partition_value(text: str | None, iceberg_type: str) -> Any:
+def parse_partition_value(text: str | None, iceberg_type: str) -> Any:  # noqa: ANN401  # pyarrow scalars' Python values, untyped
     """Delta's string partition value (PROTOCOL "Partition Value Serialization") -> raw value.
 
     An empty string or null is a null partition value for every type.
@@ -140,7 +140,7 @@ def _min_bytes_signed(n: int) -> bytes:
     return n.to_bytes(length, "big", signed=True)
 
 
-def serialize(value: Any, iceberg_type: str) -> bytes:
+def serialize(value: Any, iceberg_type: str) -> bytes:  # noqa: ANN401  # pyarrow scalars' Python values, untyped
     """Iceberg binary single-value serialisation (spec Appendix D) of a raw value."""
     if iceberg_type in ("int", "date"):
         return struct.pack("<i", value)
@@ -162,7 +162,7 @@ def serialize(value: Any, iceberg_type: str) -> bytes:
     raise ValueError(f"no single-value serialisation for {iceberg_type}")
 
 
-def to_raw(value: Any, iceberg_type: str) -> Any:
+def to_raw(value: Any, iceberg_type: str) -> Any:  # noqa: ANN401  # pyarrow scalars' Python values, untyped
     """Bring a value read back from Avro (fastavro converts logical types) to the raw form."""
     if value is None:
         return None
@@ -189,7 +189,7 @@ class FileMetrics:
     upper_bounds: dict[int, bytes] = field(default_factory=dict)
 
 
-def _lookup(tree: Any, path: tuple[str, ...]) -> Any:
+def _lookup(tree: Any, path: tuple[str, ...]) -> Any:  # noqa: ANN401  # pyarrow scalars' Python values, untyped
     node = tree
     for part in path:
         if not isinstance(node, Mapping) or part not in node:
@@ -198,7 +198,7 @@ def _lookup(tree: Any, path: tuple[str, ...]) -> Any:
     return node
 
 
-def _as_decimal(value: Any) -> Decimal | None:
+def _as_decimal(value: Any) -> Decimal | None:  # noqa: ANN401  # pyarrow scalars' Python values, untyped
     """A JSON stat as an exact Decimal (stats are parsed with Decimal floats), or None for NaN/inf."""
     if isinstance(value, bool):
         return None
@@ -217,7 +217,7 @@ def _as_decimal(value: Any) -> Decimal | None:
     return None
 
 
-def _is_nan(value: Any) -> bool:
+def _is_nan(value: Any) -> bool:  # noqa: ANN401  # pyarrow scalars' Python values, untyped
     if isinstance(value, float):
         return math.isnan(value)
     if isinstance(value, Decimal):
@@ -242,7 +242,7 @@ def _f32_step(x: float, up: bool) -> float:
     return float(struct.unpack("<f", struct.pack("<I", bits))[0])
 
 
-def _float_bound(value: Any, iceberg_type: str, upper: bool) -> float | None:
+def _float_bound(value: Any, iceberg_type: str, upper: bool) -> float | None:  # noqa: ANN401  # pyarrow scalars' Python values, untyped
     """A float/double bound that is on the safe side of the exact statistic; -0.0/+0.0 spec rule."""
     exact = _as_decimal(value)
     if exact is None:
@@ -270,7 +270,7 @@ def _float_bound(value: Any, iceberg_type: str, upper: bool) -> float | None:
     return candidate
 
 
-def _bound(value: Any, prim: Primitive, upper: bool, string_prefix: int) -> bytes | None:
+def _bound(value: Any, prim: Primitive, upper: bool, string_prefix: int) -> bytes | None:  # noqa: ANN401  # pyarrow scalars' Python values, untyped
     """Serialised bound for one statistic, widened to be safe, or None when it cannot be trusted."""
     itype = prim.iceberg_type
     try:
@@ -315,7 +315,7 @@ def _bound(value: Any, prim: Primitive, upper: bool, string_prefix: int) -> byte
     return None  # binary and anything else: Delta keeps no usable statistic
 
 
-def parse_stats(stats: str | None) -> dict[str, Any] | None:
+def parse_stats(stats: str | None) -> JsonDict | None:
     """Parse an AddFile ``stats`` string; floats as Decimal so decimal statistics stay exact."""
     if not stats:
         return None
@@ -327,7 +327,7 @@ def parse_stats(stats: str | None) -> dict[str, Any] | None:
 
 
 def file_metrics(
-    stats: Mapping[str, Any] | None,
+    stats: JsonObject | None,
     schema: ConvertedSchema,
     record_count: int,
     partition_raw: Mapping[int, Any],

@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Iterator, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from icecompat_writer.errors import SessionConfigError
 from icecompat_writer.evidence.live_files import (
@@ -50,6 +50,9 @@ from icecompat_writer.storage import (
     parse_location,
 )
 from icecompat_writer.storage.fileio import PathLike
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -192,14 +195,16 @@ class ExecutorFooterReader:
     a write that has committed already). ``tasks`` counts the Spark tasks its jobs ran.
     """
 
-    def __init__(self, spark: Any, mode: str | None = None, threshold: str | int | None = None) -> None:
+    def __init__(
+        self, spark: SparkSession, mode: str | None = None, threshold: str | int | None = None
+    ) -> None:
         self.spark = spark
         self.mode = mode
         self.threshold = threshold
         self.tasks = 0
 
     @classmethod
-    def from_session(cls, spark: Any, mode: str | None = None) -> ExecutorFooterReader:
+    def from_session(cls, spark: SparkSession, mode: str | None = None) -> ExecutorFooterReader:
         """The reader the session's settings ask for; ``mode`` (a command-line flag) wins over the
         session's ``spark.icecompat.footers.executors``."""
         conf = spark.conf
@@ -247,6 +252,6 @@ class ExecutorFooterReader:
             out = list(unpack(rdd.collect()))
         finally:
             for k, v in before.items():
-                sc.setLocalProperty(k, v)
+                sc.setLocalProperty(k, v)  # type: ignore[arg-type]  # None unsets it (as it was)
         self.tasks += slices
         return out

@@ -16,9 +16,10 @@ import html
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from icecompat_writer.errors import SessionConfigError, SparkConnectNotSupported
+from icecompat_writer.schema import JsonDict
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -28,6 +29,12 @@ if TYPE_CHECKING:
 __all__ = ["APP_NAME", "NotebookStatus", "disable", "enable", "enabled_session", "status"]
 
 APP_NAME = "icecompat-notebook"
+
+
+class _Printer(Protocol):
+    """What IPython's pretty printer offers a ``_repr_pretty_``."""
+
+    def text(self, text: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -56,7 +63,7 @@ class NotebookStatus:
         ]
         return "\n".join(lines)
 
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+    def _repr_pretty_(self, printer: _Printer, cycle: bool) -> None:
         """IPython's plain-text view: the summary, not the dataclass fields."""
         printer.text(str(self))
 
@@ -91,7 +98,7 @@ class _Enabled:
 
 
 _STATE: _Enabled | None = None
-_ORIGINALS: dict[str, Any] = {}
+_ORIGINALS: JsonDict = {}
 
 
 def _classic_dataframe() -> type:
@@ -124,7 +131,7 @@ def _install() -> None:
     original_write_to: Callable[..., Any] = cls.__dict__["writeTo"]
     _ORIGINALS.update(write=original_write, writeTo=original_write_to)
 
-    def write(self: DataFrame) -> Any:
+    def write(self: DataFrame) -> Any:  # noqa: ANN401  # pyspark's writer, patched in
         state = enabled_session(self)
         if state is None:
             return original_write.fget(self)  # type: ignore[misc]
@@ -133,7 +140,7 @@ def _install() -> None:
         return RoutingDataFrameWriter(self, state.profile)
 
     @functools.wraps(original_write_to)
-    def write_to(self: DataFrame, table: str) -> Any:
+    def write_to(self: DataFrame, table: str) -> Any:  # noqa: ANN401  # pyspark's writer, patched in
         state = enabled_session(self)
         if state is None:
             return original_write_to(self, table)

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from icecompat_writer.errors import CompatViolation, Violation
+
+if TYPE_CHECKING:
+    from icecompat_writer.planning import Change
+    from icecompat_writer.writing.api import WriteResult
 
 __all__ = ["compat_violation_html", "violation_html", "violations_table_html", "write_result_html"]
 
@@ -58,7 +62,7 @@ def violation_html(v: Violation) -> str:
     return violations_table_html([v])
 
 
-def _change_rows(changes: Iterable[Any]) -> str:
+def _change_rows(changes: Iterable[Change]) -> str:
     esc = html.escape
     rows = []
     for c in changes:
@@ -74,7 +78,7 @@ def _change_rows(changes: Iterable[Any]) -> str:
     return "".join(rows)
 
 
-def write_result_html(result: Any) -> str:
+def write_result_html(result: WriteResult) -> str:
     """A :class:`~icecompat_writer.writing.api.WriteResult`: what was committed and what the plan changed."""
     esc = html.escape
     if result.version is None:

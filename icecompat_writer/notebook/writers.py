@@ -15,14 +15,16 @@ an existing table, so its provider decides.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pyspark.sql.readwriter import DataFrameWriter, DataFrameWriterV2
 
 from icecompat_writer.errors import IcecompatError
+from icecompat_writer.schema import JsonDict
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql._typing import ColumnOrName, OptionalPrimitiveType
 
     from icecompat_writer.writing.api import WriteResult
     from icecompat_writer.writing.wrappers import CompatDataFrameWriter, CompatDataFrameWriterV2
@@ -73,7 +75,7 @@ def table_provider(spark: SparkSession, name: str) -> str | None:
     return None
 
 
-def _refuse_unsupported(calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]], profile: str) -> None:
+def _refuse_unsupported(calls: list[tuple[str, tuple[object, ...], JsonDict]], profile: str) -> None:
     used = [name for name, _, _ in calls if name in _UNSUPPORTED]
     if used:
         reasons = "; ".join(f"{name}: {_UNSUPPORTED[name]}" for name in dict.fromkeys(used))
@@ -84,7 +86,7 @@ def _refuse_unsupported(calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]]
         )
 
 
-def _replay(target: _W, calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]]) -> _W:
+def _replay(target: _W, calls: list[tuple[str, tuple[object, ...], JsonDict]]) -> _W:
     for name, args, kwargs in calls:
         if name in _FORMAT_CALLS:
             continue
@@ -104,12 +106,12 @@ class RoutingDataFrameWriter(DataFrameWriter):
     def __init__(self, df: DataFrame, profile: str) -> None:
         super().__init__(df)
         self._icecompat_profile = profile
-        self._icecompat_calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+        self._icecompat_calls: list[tuple[str, tuple[object, ...], JsonDict]] = []
         self._icecompat_format: str | None = None
         self._icecompat_mode: str | None = None
 
     # -- builder calls: Spark's, recorded -------------------------------------------------------------
-    def _record(self, name: str, *args: Any, **kwargs: Any) -> None:
+    def _record(self, name: str, *args: object, **kwargs: object) -> None:
         self._icecompat_calls.append((name, args, kwargs))
 
     def format(self, source: str) -> RoutingDataFrameWriter:
@@ -125,34 +127,36 @@ class RoutingDataFrameWriter(DataFrameWriter):
         super().mode(saveMode)
         return self
 
-    def option(self, key: str, value: Any) -> RoutingDataFrameWriter:
+    def option(self, key: str, value: OptionalPrimitiveType) -> RoutingDataFrameWriter:
         self._record("option", key, value)
         super().option(key, value)
         return self
 
-    def options(self, **options: Any) -> RoutingDataFrameWriter:
+    def options(self, **options: OptionalPrimitiveType) -> RoutingDataFrameWriter:
         self._record("options", **options)
         super().options(**options)
         return self
 
-    def partitionBy(self, *cols: Any) -> RoutingDataFrameWriter:
+    def partitionBy(self, *cols: str | list[str]) -> RoutingDataFrameWriter:
         self._record("partitionBy", *cols)
-        super().partitionBy(*cols)
+        super().partitionBy(*cols)  # type: ignore[arg-type]  # all names or all lists, as pyspark's overloads
         return self
 
-    def bucketBy(self, numBuckets: int, col: Any, *cols: str) -> RoutingDataFrameWriter:
+    def bucketBy(
+        self, numBuckets: int, col: str | list[str] | tuple[str, ...], *cols: str
+    ) -> RoutingDataFrameWriter:
         self._record("bucketBy", numBuckets, col, *cols)
         super().bucketBy(numBuckets, col, *cols)
         return self
 
-    def sortBy(self, col: Any, *cols: str) -> RoutingDataFrameWriter:
+    def sortBy(self, col: str | list[str] | tuple[str, ...], *cols: str) -> RoutingDataFrameWriter:
         self._record("sortBy", col, *cols)
         super().sortBy(col, *cols)
         return self
 
-    def clusterBy(self, *cols: Any) -> RoutingDataFrameWriter:
+    def clusterBy(self, *cols: str | list[str]) -> RoutingDataFrameWriter:
         self._record("clusterBy", *cols)
-        super().clusterBy(*cols)
+        super().clusterBy(*cols)  # type: ignore[arg-type]  # all names or all lists, as pyspark's overloads
         return self
 
     # -- the calls that write -------------------------------------------------------------------------
@@ -168,13 +172,13 @@ class RoutingDataFrameWriter(DataFrameWriter):
         format: str | None = None,
         mode: str | None = None,
         partitionBy: str | list[str] | None = None,
-        **options: Any,
+        **options: OptionalPrimitiveType,
     ) -> WriteResult | None:
         """Spark's ``save``; a Delta save goes through ``compat_write`` and returns its ``WriteResult``."""
         chosen = format or self._icecompat_format or default_format(self._spark)
         if not is_delta_format(chosen):
             return super().save(path, format, mode, partitionBy, **options)
-        return self._compat_writer().save(path, mode=mode, partitionBy=partitionBy, **options)
+        return self._compat_writer().save(path, None, mode, partitionBy, **options)
 
     def saveAsTable(
         self,
@@ -182,7 +186,7 @@ class RoutingDataFrameWriter(DataFrameWriter):
         format: str | None = None,
         mode: str | None = None,
         partitionBy: str | list[str] | None = None,
-        **options: Any,
+        **options: OptionalPrimitiveType,
     ) -> WriteResult | None:
         """Spark's ``saveAsTable``; a Delta table goes through ``compat_write``."""
         chosen = format or self._icecompat_format
@@ -193,7 +197,7 @@ class RoutingDataFrameWriter(DataFrameWriter):
             chosen = existing or default_format(self._spark)
         if not is_delta_format(chosen):
             return super().saveAsTable(name, format, mode, partitionBy, **options)
-        return self._compat_writer().saveAsTable(name, mode=mode, partitionBy=partitionBy, **options)
+        return self._compat_writer().saveAsTable(name, None, mode, partitionBy, **options)
 
     def insertInto(self, tableName: str, overwrite: bool | None = None) -> WriteResult | None:
         """Spark's ``insertInto``; into a Delta table it goes through ``compat_write`` (by position)."""
@@ -212,10 +216,10 @@ class RoutingDataFrameWriterV2(DataFrameWriterV2):
         self._icecompat_df = df
         self._icecompat_table = table
         self._icecompat_profile = profile
-        self._icecompat_calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+        self._icecompat_calls: list[tuple[str, tuple[object, ...], JsonDict]] = []
         self._icecompat_provider: str | None = None
 
-    def _record(self, name: str, *args: Any, **kwargs: Any) -> None:
+    def _record(self, name: str, *args: object, **kwargs: object) -> None:
         self._icecompat_calls.append((name, args, kwargs))
 
     def using(self, provider: str) -> RoutingDataFrameWriterV2:
@@ -224,12 +228,12 @@ class RoutingDataFrameWriterV2(DataFrameWriterV2):
         super().using(provider)
         return self
 
-    def option(self, key: str, value: Any) -> RoutingDataFrameWriterV2:
+    def option(self, key: str, value: OptionalPrimitiveType) -> RoutingDataFrameWriterV2:
         self._record("option", key, value)
         super().option(key, value)
         return self
 
-    def options(self, **options: Any) -> RoutingDataFrameWriterV2:
+    def options(self, **options: OptionalPrimitiveType) -> RoutingDataFrameWriterV2:
         self._record("options", **options)
         super().options(**options)
         return self
@@ -239,7 +243,7 @@ class RoutingDataFrameWriterV2(DataFrameWriterV2):
         super().tableProperty(property, value)
         return self
 
-    def partitionedBy(self, col: Any, *cols: Any) -> RoutingDataFrameWriterV2:
+    def partitionedBy(self, col: ColumnOrName, *cols: ColumnOrName) -> RoutingDataFrameWriterV2:
         self._record("partitionedBy", col, *cols)
         super().partitionedBy(col, *cols)
         return self
@@ -282,7 +286,7 @@ class RoutingDataFrameWriterV2(DataFrameWriterV2):
             return self._compat_writer().overwritePartitions()
         return super().overwritePartitions()
 
-    def overwrite(self, condition: Any) -> WriteResult | None:
+    def overwrite(self, condition: ColumnOrName) -> WriteResult | None:
         if not self._existing_delta():
             return super().overwrite(condition)
         raise IcecompatError(

@@ -11,9 +11,8 @@ repairs depend on earlier ones (nested-id keys use physical names; maxColumnId f
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from icecompat_writer.model import Metadata, Protocol, TableStateLike
 from icecompat_writer.planning import ids as idplan
@@ -23,7 +22,7 @@ from icecompat_writer.rules.context import CM_MODE_KEY, MAX_COLUMN_ID_KEY, colum
 from icecompat_writer.rules.model import Rule
 from icecompat_writer.rules.profiles import Profile
 from icecompat_writer.rules.schema import MalformedSchemaError, SchemaIndex, index_schema_string
-from icecompat_writer.schema import Field
+from icecompat_writer.schema import Field, JsonDict, JsonObject, Schema, parse_schema
 
 __all__ = ["FIXERS", "Fixer", "PlanState", "why"]
 
@@ -48,13 +47,13 @@ class PlanState:
         self.protocol = protocol
         self.previous = previous
         try:
-            self.schema: dict[str, Any] = json.loads(metadata.schema_string)
+            parsed: object = json.loads(metadata.schema_string)
         except (ValueError, TypeError, RecursionError) as e:  # as validation words it, before any plan
             raise MalformedSchemaError(
                 f"the table schema (schemaString) is not JSON ({str(e)[:120]})"
             ) from None
-        if not isinstance(self.schema, dict):
-            self.schema = {"type": "struct", "fields": []}
+        # the planner's private copy, edited in place through the scan's nodes and serialised once
+        self.schema: JsonDict = parsed if isinstance(parsed, dict) else {"type": "struct", "fields": []}
         self.config: dict[str, str] = dict(metadata.configuration)
         self.schema_changed = False
         self.config_changed = False
@@ -63,7 +62,7 @@ class PlanState:
         # every change, one batch per rule that changed something: (rule id, reason, paths, descriptions)
         self.batches: list[tuple[str, str, Sequence[str], Sequence[str]]] = []
         # id() of new field dict -> the previous field it is (set by the physical-names-stable fixer)
-        self.matches: dict[int, Mapping[str, Any]] = {}
+        self.matches: dict[int, JsonObject] = {}
         self._ids: idplan.IdCounter | None = None
         # the fields whose physical name the id fixer did not make col-<id> (None: it has not run)
         self.kept: list[Field] | None = None
@@ -80,9 +79,12 @@ class PlanState:
             return None
         return index_schema_string(self.previous.metadata.schema_string)
 
-    def previous_raw_schema(self) -> dict[str, Any]:
+    def previous_model(self) -> Schema:
+        """The previous schema as its index parsed it (its top-level fields for an index built otherwise)."""
         idx = self.previous_schema
-        return {"fields": [f.raw for f in idx.top]} if idx is not None else {"fields": []}
+        if idx is not None and idx.model is not None:
+            return idx.model
+        return parse_schema({"fields": [f.raw for f in idx.top]} if idx is not None else {"fields": []})
 
     @property
     def ids(self) -> idplan.IdCounter:
@@ -173,9 +175,7 @@ def _fix_stable(state: PlanState, rule: Rule) -> None:
     if state.previous is None:
         return
     mapped = column_mapping_mode(state.previous.metadata.configuration) in ("name", "id")
-    prev = state.previous_schema
-    old = prev.model if prev is not None and prev.model is not None else state.previous_raw_schema()
-    changed, matches = idplan.copy_previous_mapping(state.scan.model, old, mapped)
+    changed, matches = idplan.copy_previous_mapping(state.scan.model, state.previous_model(), mapped)
     state.matches = matches
     state.log(rule, changed)
 

@@ -12,11 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from icecompat_writer.planning.changes import Changed
 from icecompat_writer.rules.schema import SchemaIndex, column_id, id_filler, index_model, matched_fields
-from icecompat_writer.schema import CM_ID, CM_NESTED_IDS, CM_PHYSICAL_NAME, Field, Schema, is_id, parse_schema
+from icecompat_writer.schema import (
+    CM_ID,
+    CM_NESTED_IDS,
+    CM_PHYSICAL_NAME,
+    Field,
+    JsonDict,
+    JsonObject,
+    Schema,
+    is_id,
+    parse_schema,
+)
 
 __all__ = [
     "Changed",
@@ -69,7 +78,7 @@ class Scan:
         return self.model.categories
 
 
-def scan(schema: Mapping[str, Any]) -> Scan:
+def scan(schema: JsonObject) -> Scan:
     """Parse ``schema`` once (the planner's private copy; the fields' dicts stay live and mutable)."""
     model = parse_schema(schema)
     top = 0
@@ -93,7 +102,7 @@ def scan(schema: Mapping[str, Any]) -> Scan:
     return Scan(model, top, set(model.metadata_keys), generated)
 
 
-def index_scanned(schema: Mapping[str, Any], shape: Scan) -> SchemaIndex:
+def index_scanned(schema: JsonObject, shape: Scan) -> SchemaIndex:
     """The index of ``schema`` after the fixers ran, built from the scan's model instead of a new parse.
 
     Each field's metadata is read again now (the fixers changed it); an irregular schema raises
@@ -103,7 +112,7 @@ def index_scanned(schema: Mapping[str, Any], shape: Scan) -> SchemaIndex:
     return index_model(shape.model)
 
 
-def max_assigned_id(schema: Mapping[str, Any]) -> int:
+def max_assigned_id(schema: JsonObject) -> int:
     """The largest column id or nested id in a schema (0 when there is none)."""
     return scan(schema).max_id
 
@@ -111,7 +120,7 @@ def max_assigned_id(schema: Mapping[str, Any]) -> int:
 Fields = Sequence[Field]
 
 
-def _metadata(f: dict[str, Any]) -> dict[str, Any]:
+def _metadata(f: JsonDict) -> JsonDict:
     md = f.get("metadata")
     if not isinstance(md, dict):
         md = {}
@@ -120,8 +129,8 @@ def _metadata(f: dict[str, Any]) -> dict[str, Any]:
 
 
 def copy_previous_mapping(
-    schema: Mapping[str, Any] | Schema, previous: Mapping[str, Any] | Schema, previous_mapped: bool
-) -> tuple[Changed, dict[int, Mapping[str, Any]]]:
+    schema: Schema, previous: Schema, previous_mapped: bool
+) -> tuple[Changed, dict[int, JsonObject]]:
     """Give columns that already existed their previous id and physical name where they lack them.
 
     Fields are matched by name (exact, then case-insensitive) level by level. When the previous table
@@ -130,10 +139,11 @@ def copy_previous_mapping(
     dict, the previous field it matched (the nested-id pass reuses the matching).
     """
     changed = Changed()
-    matches: dict[int, Mapping[str, Any]] = {}
+    matches: dict[int, JsonObject] = {}
     for new, old, path in matched_fields(schema, previous):
         matches[id(new)] = old
-        md = new.get("metadata") if isinstance(new.get("metadata"), dict) else None
+        new_md = new.get("metadata")
+        md = new_md if isinstance(new_md, dict) else None
         has_id = md is not None and _is_id(md.get(CM_ID))
         has_pn = (
             md is not None and isinstance(md.get(CM_PHYSICAL_NAME), str) and bool(md.get(CM_PHYSICAL_NAME))
@@ -141,20 +151,17 @@ def copy_previous_mapping(
         parts: list[str] = []
         if previous_mapped:
             old_id = column_id(old)
-            old_pn = (
-                old.get("metadata", {}).get(CM_PHYSICAL_NAME)
-                if isinstance(old.get("metadata"), Mapping)
-                else None
-            )
+            old_md = old.get("metadata")
+            old_pn = old_md.get(CM_PHYSICAL_NAME) if isinstance(old_md, Mapping) else None
             if not has_id and old_id is not None:
-                _metadata(new)[CM_ID] = old_id  # type: ignore[arg-type]
+                _metadata(new)[CM_ID] = old_id
                 parts.append(f"id {old_id}")
             if not has_pn and isinstance(old_pn, str) and old_pn:
-                _metadata(new)[CM_PHYSICAL_NAME] = old_pn  # type: ignore[arg-type]
+                _metadata(new)[CM_PHYSICAL_NAME] = old_pn
                 parts.append(f"physical name {old_pn}")
         elif not has_pn:
             old_name = str(old.get("name", ""))
-            _metadata(new)[CM_PHYSICAL_NAME] = old_name  # type: ignore[arg-type]
+            _metadata(new)[CM_PHYSICAL_NAME] = old_name
             parts.append(f"physical name {old_name} (the name its data files use)")
         if parts:
             changed.add(path, "kept the existing column's " + " and ".join(parts))
@@ -233,7 +240,7 @@ def _generated_names_in_use(fields: Fields) -> set[str]:
     return out
 
 
-def rename_physical(fields: Fields, template: str, keep: Callable[[dict[str, Any]], bool]) -> Changed:
+def rename_physical(fields: Fields, template: str, keep: Callable[[JsonDict], bool]) -> Changed:
     """Set the physical name of every field ``keep`` does not protect to ``template`` filled with its id.
 
     Only columns that have no data yet may be renamed physically; ``keep`` says which ones do.
@@ -255,7 +262,7 @@ def rename_physical(fields: Fields, template: str, keep: Callable[[dict[str, Any
     return changed
 
 
-def assign_nested_ids(shape: Scan, ids: IdCounter, matches: Mapping[int, Mapping[str, Any]]) -> Changed:
+def assign_nested_ids(shape: Scan, ids: IdCounter, matches: Mapping[int, JsonObject]) -> Changed:
     """Give every array element and map key/value an id where it has none, stored as PROTOCOL.md shows.
 
     The id goes into ``delta.columnMapping.nested.ids`` of the nearest ancestor struct field, keyed by

@@ -90,7 +90,7 @@ def _plan(
     metadata = new_metadata
     index = None
     if state.schema_changed:
-        metadata = metadata.with_schema(state.schema)
+        metadata = metadata.with_schema(state.scan.model)
     else:
         index = cached_index(metadata.schema_string)  # unchanged: an index of it may exist already
     # Otherwise index the planner's own copy from its scan instead of parsing the text again.

@@ -6,7 +6,7 @@ it, so it lives with the rules, on the log's JSON alone.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 __all__ = ["WRITER_PROFILES", "declared_profile", "held_profile"]
 
@@ -17,7 +17,7 @@ _DECLARING_PROPERTIES: tuple[tuple[str, str], ...] = (
     ("delta.enableIcebergCompatV3", "v3"),
 )
 
-def declared_profile(configuration: Any) -> str | None:
+def declared_profile(configuration: Mapping[str, str]) -> str | None:
     """The profile a table declares through its properties, or None when it declares none.
 
     Booleans are read as the rules read them (trimmed, case-insensitive), so the profile chosen here
@@ -37,7 +37,7 @@ _HOLDING_FEATURES: tuple[tuple[str, str], ...] = (
 )
 
 
-def held_profile(configuration: Any, protocol: Any) -> str | None:
+def held_profile(configuration: Mapping[str, str], protocol: object) -> str | None:
     """The profile a table is held to: the writer profile its properties declare, else the writer
     profile of a writer-compat feature its protocol lists, else the profile its properties declare.
 

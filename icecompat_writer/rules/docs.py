@@ -10,7 +10,6 @@ import argparse
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from icecompat_writer.rules.catalog import CATALOG, LAYER_RULES, RULES
 from icecompat_writer.rules.catalog.transitions import FEATURES_AHEAD, PROFILE_UPGRADES
@@ -35,7 +34,7 @@ def _clause_link(clause: str) -> str:
     return f"`{clause}`"
 
 
-def _value(name: str, value: Any) -> str:
+def _value(name: str, value: object) -> str:
     """A parameter value spelled out: lists item by item, type changes as ``from -> to``, groups of
     alternative features joined by "or"."""
     if isinstance(value, Mapping):

@@ -10,11 +10,10 @@ session guard's JVM side sends table states to the Python rule service
 
 from __future__ import annotations
 
-from typing import Any
-
 from icecompat_writer.rules.catalog import CATALOG, LAYER_RULES
 from icecompat_writer.rules.kinds import KINDS, kind_of
 from icecompat_writer.rules.profiles import DEFAULT_PROFILE, PROFILES
+from icecompat_writer.schema import JsonDict
 
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "export_catalog"]
 
@@ -22,7 +21,7 @@ EXPORT_FORMAT = "icecompat-rule-catalog"
 EXPORT_VERSION = 1
 
 
-def export_catalog() -> dict[str, Any]:
+def export_catalog() -> JsonDict:
     """The whole catalog as plain JSON data (dicts, lists, strings, numbers, booleans, None)."""
     return {
         "format": EXPORT_FORMAT,

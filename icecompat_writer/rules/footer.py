@@ -10,9 +10,8 @@ null, which is legal.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from icecompat_writer.facts import ParquetField, ParquetFooter
 from icecompat_writer.schema import (
@@ -21,6 +20,7 @@ from icecompat_writer.schema import (
     ArrayType,
     DataType,
     Field,
+    JsonObject,
     MapType,
     PartnerAccessor,
     PartnerVisitor,
@@ -40,7 +40,7 @@ class FooterNode:
     """One schema node found in a data file: ``expected_id`` is None when Delta assigns it no id."""
 
     path: str
-    type: Any
+    type: object  # the type's JSON
     node: ParquetField
     expected_id: int | None
 
@@ -131,7 +131,7 @@ class _Pairing(PartnerVisitor[_Node, list[FooterNode]]):
         return []
 
 
-def walk_footer(schema: Schema | Sequence[Mapping[str, Any]], footer: ParquetFooter) -> Iterator[FooterNode]:
+def walk_footer(schema: Schema | Sequence[JsonObject], footer: ParquetFooter) -> Iterator[FooterNode]:
     """Every schema node that is present in ``footer``, in schema order, top-level columns matched by
     physical name. ``schema`` is a parsed schema or the list of its top-level fields' JSON."""
     model = schema if isinstance(schema, Schema) else parse_schema({"fields": list(schema)})

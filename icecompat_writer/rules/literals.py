@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime as dt
 import re
 from decimal import Decimal, InvalidOperation
-from typing import Any
 
 from icecompat_writer.rules.schema import decimal_params, type_category
 
@@ -57,7 +56,7 @@ EXAMPLES = {
 }
 
 
-def default_problem(sql: Any, column_type: Any) -> str | None:
+def default_problem(sql: object, column_type: object) -> str | None:
     """None when ``sql`` is a literal delta-spark accepts as a default of ``column_type``, else what
     such a default must look like (for the violation's *expected* and the fix)."""
     category = type_category(column_type)
@@ -70,7 +69,7 @@ def default_problem(sql: Any, column_type: Any) -> str | None:
     return None if _fits(text, category, column_type) else expected
 
 
-def _fits(text: str, category: str, column_type: Any) -> bool:
+def _fits(text: str, category: str, column_type: object) -> bool:
     if category in _RANGES:
         pattern = _LONG if category == "long" else _INTEGER
         if not pattern.fullmatch(text):
@@ -116,7 +115,7 @@ def _valid(year: str, month: str, day: str, *clock: str | None) -> bool:
     return True
 
 
-def _decimal_fits(text: str, column_type: Any) -> bool:
+def _decimal_fits(text: str, column_type: object) -> bool:
     """The value has at most the column's scale and at most precision - scale integer digits."""
     precision, scale = decimal_params(column_type) or (10, 0)  # Spark's plain DECIMAL is (10, 0)
     try:

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from icecompat_writer.compat import StrEnum
+from icecompat_writer.schema import JsonDict
 
 __all__ = ["PROFILE_NAMES", "Finding", "Rule", "Scope", "Stage", "freeze", "thaw"]
 
@@ -78,7 +79,7 @@ class Finding:
     values: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
 
-def freeze(value: Any) -> Any:
+def freeze(value: object) -> object:
     """A deep, read-only copy of JSON-like data: dicts become mappings, lists become tuples.
 
     Rules are shared module-level constants; freezing their params means no check can accidentally
@@ -93,7 +94,7 @@ def freeze(value: Any) -> Any:
     raise TypeError(f"rule params must be JSON-like, got {type(value).__name__}")
 
 
-def thaw(value: Any) -> Any:
+def thaw(value: object) -> object:
     """The inverse of :func:`freeze`: plain dicts and lists, ready for ``json.dumps``."""
     if isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
@@ -168,11 +169,12 @@ class Rule:
     def applies_to(self, profile: str) -> bool:
         return profile in self.profiles
 
-    def param(self, name: str) -> Any:
+    def param(self, name: str) -> Any:  # noqa: ANN401  # catalog JSON: each kind knows its params' shapes
         return self.params[name]
 
-    def params_json(self) -> dict[str, Any]:
-        plain: dict[str, Any] = thaw(self.params)
+    def params_json(self) -> JsonDict:
+        plain = thaw(self.params)
+        assert isinstance(plain, dict)
         return plain
 
     def render(self, finding: Finding) -> tuple[str, str]:
@@ -189,7 +191,7 @@ class Rule:
             raise KeyError(f"rule {self.id} has no wording variant {variant!r}")
         return self.variants[variant]
 
-    def render_layer(self, variant: str, values: Mapping[str, Any]) -> tuple[str, str]:
+    def render_layer(self, variant: str, values: Mapping[str, object]) -> tuple[str, str]:
         """(message, fix) of a layer rule's finding: its templates filled with ``values`` (every
         placeholder must be given: a missing one is a KeyError, never a half-rendered sentence)."""
         message, fix = self.templates(variant)

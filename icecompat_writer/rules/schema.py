@@ -17,7 +17,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from icecompat_writer.errors import TableReadError
 from icecompat_writer.rules.model import Finding
@@ -27,6 +26,8 @@ from icecompat_writer.schema import (
     CM_PHYSICAL_NAME,
     DataType,
     Field,
+    JsonDict,
+    JsonObject,
     PartnerAccessor,
     PartnerVisitor,
     Schema,
@@ -104,24 +105,24 @@ def id_filler(template: str) -> Callable[[int], str]:
     return lambda cid: template.format(id=cid)
 
 
-def field_metadata(f: Mapping[str, Any]) -> Mapping[str, Any]:
+def field_metadata(f: JsonObject) -> JsonObject:
     md = f.get("metadata")
     return md if (type(md) is dict or isinstance(md, Mapping)) else {}
 
 
-def physical_name(f: Mapping[str, Any]) -> str:
+def physical_name(f: JsonObject) -> str:
     """The physical name of a struct field; its logical name when it has none (PROTOCOL.md)."""
     pn = field_metadata(f).get(CM_PHYSICAL_NAME)
     return pn if isinstance(pn, str) and pn else str(f.get("name", ""))
 
 
-def column_id(f: Mapping[str, Any]) -> int | None:
+def column_id(f: JsonObject) -> int | None:
     """The ``delta.columnMapping.id`` of a field when it is an integer (bools are not ids)."""
     v = field_metadata(f).get(CM_ID)
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def nested_ids(f: Mapping[str, Any]) -> Mapping[str, Any]:
+def nested_ids(f: JsonObject) -> JsonObject:
     v = field_metadata(f).get(CM_NESTED_IDS)
     return v if (type(v) is dict or isinstance(v, Mapping)) else {}
 
@@ -138,7 +139,7 @@ class TypeNode:
     """One occurrence of a type: a struct field's type, or an array element / map key / map value."""
 
     path: str
-    type: Any
+    type: object  # the type's JSON
     category: str
     owner: FieldNode
 
@@ -153,7 +154,7 @@ class SlotNode:
 
     path: str
     key: str
-    type: Any
+    type: object  # the type's JSON
     owner: FieldNode
 
 
@@ -174,7 +175,7 @@ class SchemaIndex:
         "metadata_keys", "model", "root", "slots", "top",
     )  # fmt: skip
 
-    def __init__(self, root: Mapping[str, Any]) -> None:
+    def __init__(self, root: JsonObject) -> None:
         self.root = root
         self.model: Schema | None = None  # the parsed schema the index was built from
         self.fields: list[FieldNode] = []  # the model's fields (index_model)
@@ -313,7 +314,7 @@ def index_model(model: Schema) -> SchemaIndex:
     return idx
 
 
-def parse_checked(schema: Any) -> Schema:
+def parse_checked(schema: object) -> Schema:
     """:func:`~icecompat_writer.schema.parse_schema`, with a schema nested beyond reason refused."""
     try:
         return parse_schema(schema)
@@ -321,7 +322,7 @@ def parse_checked(schema: Any) -> Schema:
         raise MalformedSchemaError("the schema is nested too deeply to be checked") from None
 
 
-def index_schema(schema: Mapping[str, Any]) -> SchemaIndex:
+def index_schema(schema: object) -> SchemaIndex:
     """Parse a schema's JSON once and index it. The JSON is referenced, not copied: do not mutate it."""
     return index_model(parse_checked(schema if isinstance(schema, Mapping) else {}))
 
@@ -370,10 +371,10 @@ class _IndexCache:
             self._items.clear()
 
 
-def _parse_schema_string(schema_string: str) -> Mapping[str, Any]:
+def _parse_schema_string(schema_string: str) -> JsonObject:
     """The parsed ``schemaString``; :class:`MalformedSchemaError` unless it is a JSON struct with fields."""
     try:
-        parsed = json.loads(schema_string)
+        parsed: object = json.loads(schema_string)
     except (ValueError, TypeError, RecursionError) as e:
         raise MalformedSchemaError(f"the table schema (schemaString) is not JSON ({str(e)[:120]})") from None
     if not isinstance(parsed, Mapping) or not isinstance(parsed.get("fields"), list):
@@ -404,25 +405,26 @@ def remember_index(schema_string: str, index: SchemaIndex) -> None:
     _CACHE.put(schema_string, index)
 
 
-def field_lookup(struct: Mapping[str, Any] | None) -> Callable[[str], Mapping[str, Any] | None]:
+def field_lookup(struct: JsonObject | None) -> Callable[[str], JsonObject | None]:
     """Find a struct's field by name as Delta resolves names: exact match first, then case-insensitive."""
-    exact: dict[str, Mapping[str, Any]] = {}
-    folded: dict[str, Mapping[str, Any]] = {}
-    if isinstance(struct, Mapping):
-        for f in struct.get("fields") or ():
+    exact: dict[str, JsonObject] = {}
+    folded: dict[str, JsonObject] = {}
+    fields = struct.get("fields") if isinstance(struct, Mapping) else None
+    if isinstance(fields, list | tuple):
+        for f in fields:
             if isinstance(f, Mapping):
                 name = str(f.get("name", ""))
                 exact.setdefault(name, f)
                 folded.setdefault(fold_name(name), f)
 
-    def find(name: str) -> Mapping[str, Any] | None:
+    def find(name: str) -> JsonObject | None:
         hit = exact.get(name)
         return hit if hit is not None else folded.get(fold_name(name))
 
     return find
 
 
-Matched = list[tuple[Mapping[str, Any], Mapping[str, Any], str]]
+Matched = list[tuple[JsonDict, JsonDict, str]]
 SchemaNode = Field | Slot | DataType  # a node of the typed schema, as a partner of another schema's node
 
 
@@ -430,7 +432,7 @@ class SameColumn(PartnerAccessor[SchemaNode]):
     """Partners by Delta's name resolution (see :func:`field_lookup`), through arrays and maps."""
 
     def __init__(self) -> None:
-        self._lookups: dict[int, tuple[Callable[[str], Mapping[str, Any] | None], dict[int, Field]]] = {}
+        self._lookups: dict[int, tuple[Callable[[str], JsonObject | None], dict[int, Field]]] = {}
 
     def field_partner(self, partner: SchemaNode, field: Field) -> SchemaNode | None:
         if not isinstance(partner, StructType):
@@ -487,18 +489,14 @@ class _Matcher(PartnerVisitor[SchemaNode, Matched]):
         return []
 
 
-def matched_fields(
-    new: Mapping[str, Any] | Schema, previous: Mapping[str, Any] | Schema
-) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any], str]]:
+def matched_fields(new: Schema, previous: Schema) -> Iterator[tuple[JsonDict, JsonDict, str]]:
     """(new field, previous field, path) for every struct field of ``new`` that existed in ``previous``.
 
     Fields are matched level by level by name (see :func:`field_lookup`), descending through arrays and
     maps only where both sides have the same kind of type. This is how "the same column" is decided
-    when a table's schema is replaced or evolved. Either side may be raw JSON or an already parsed model.
+    when a table's schema is replaced or evolved. The fields are the nodes' JSON (``raw``).
     """
-    new_model = new if isinstance(new, Schema) else parse_schema(new)
-    old_model = previous if isinstance(previous, Schema) else parse_schema(previous)
-    yield from visit_with_partner(new_model, old_model.struct, _Matcher(), SameColumn())
+    yield from visit_with_partner(new, previous.struct, _Matcher(), SameColumn())
 
 
 def physical_path(node: FieldNode) -> tuple[str, ...]:

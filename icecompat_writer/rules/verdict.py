@@ -36,7 +36,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from icecompat_writer.errors import CompatViolation, Violation
 from icecompat_writer.facts import DataFileFacts
@@ -57,6 +56,7 @@ from icecompat_writer.rules.writes import (
     unread_footer_violations,
     variant_violations,
 )
+from icecompat_writer.schema import Schema
 
 __all__ = [
     "Audit",
@@ -113,9 +113,9 @@ class Verdict:
 
 @dataclass(frozen=True)
 class DataFrameSchema:
-    """The schema of a DataFrame about to be written (its JSON, as Spark gives it)."""
+    """The schema of a DataFrame about to be written (parsed from the JSON Spark gives)."""
 
-    schema: Mapping[str, Any]
+    schema: Schema
 
 
 @dataclass(frozen=True)

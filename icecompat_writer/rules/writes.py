@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from icecompat_writer.errors import Violation
 from icecompat_writer.facts import DataFileFacts
@@ -21,14 +21,15 @@ from icecompat_writer.rules.model import clauses_text
 from icecompat_writer.schema import (
     ArrayType,
     Field,
+    JsonObject,
     MapType,
     PrimitiveType,
+    Schema,
     SchemaVisitor,
     Slot,
     StructType,
     fold_name,
     join_path,
-    parse_schema,
     quote_name,
     visit,
 )
@@ -50,7 +51,13 @@ WRITE_PROFILE = "delta"  # the "profile" named on violations of Delta's own writ
 
 
 def write_violation(
-    rule: str, path: str, *, variant: str = "", observed: Any = None, expected: Any = None, **values: Any
+    rule: str,
+    path: str,
+    *,
+    variant: str = "",
+    observed: object = None,
+    expected: object = None,
+    **values: object,
 ) -> Violation:
     """A violation of Delta's own write rules (profile ``delta``), refused before any file is written;
     worded by the rule's catalog templates filled with ``values``."""
@@ -97,7 +104,7 @@ _CONFIG_RULE = RULES_BY_ID["DELTA-WRITE-CONFIG-PROPERTY"]
 CONFIG_NAMESPACES: tuple[str, ...] = tuple(_CONFIG_RULE.param("namespaces"))
 
 
-def check_properties(configuration: Mapping[str, Any], problems: list[Violation]) -> None:
+def check_properties(configuration: JsonObject, problems: list[Violation]) -> None:
     """Append a violation for every table property in a namespace that reaches the Hadoop configuration."""
     for key in sorted(configuration):
         if str(key).lower().startswith(CONFIG_NAMESPACES):
@@ -208,7 +215,7 @@ class _DataSchemaProblems(_Paths[list[Violation]]):
         return []
 
 
-def data_schema_violations(schema: Mapping[str, Any]) -> list[Violation]:
+def data_schema_violations(schema: Schema) -> list[Violation]:
     """Names Delta would take for one column, and structs Parquet cannot store, anywhere in a
     DataFrame's schema.
 
@@ -216,7 +223,7 @@ def data_schema_violations(schema: Mapping[str, Any]) -> list[Violation]:
     without a fix, and an empty struct below an array or map can get as far as Parquet's writer on some
     paths. Found here, every occurrence is listed with its full path before any file exists.
     """
-    found: list[Violation] = visit(parse_schema(schema), _DataSchemaProblems())
+    found: list[Violation] = visit(schema, _DataSchemaProblems())
     return found
 
 
@@ -314,7 +321,7 @@ _ICV3 = "delta.enableIcebergCompatV3"
 _ROW_TRACKING = "delta.enableRowTracking"
 
 
-def _true(configuration: Mapping[str, Any], key: str) -> bool:
+def _true(configuration: JsonObject, key: str) -> bool:
     """A boolean table property as delta-spark reads it (``true`` in any case)."""
     return str(configuration.get(key, "")).strip().lower() == "true"
 

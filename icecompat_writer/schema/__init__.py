@@ -9,6 +9,7 @@ categories and decimal parameters. No Spark, no I/O.
 
 from __future__ import annotations
 
+from icecompat_writer.schema.jsontypes import JsonDict, JsonObject, JsonScalar
 from icecompat_writer.schema.keys import (
     CM_ID,
     CM_MAX_COLUMN_ID,
@@ -67,6 +68,9 @@ __all__ = [
     "ArrayType",
     "DataType",
     "Field",
+    "JsonDict",
+    "JsonObject",
+    "JsonScalar",
     "MapType",
     "PartnerAccessor",
     "PartnerVisitor",

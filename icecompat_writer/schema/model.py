@@ -24,13 +24,14 @@ as a bare name parses as an unknown leaf, and ``Schema.irregular`` names the fir
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
 from weakref import ReferenceType
 from weakref import ref as _ref
 
+from icecompat_writer.schema.jsontypes import JsonDict, JsonObject
 from icecompat_writer.schema.keys import CM_ID, CM_NESTED_IDS, CM_PHYSICAL_NAME, is_id
 from icecompat_writer.schema.paths import ELEMENT, KEY, VALUE, child_path
 from icecompat_writer.schema.types import type_category
@@ -48,7 +49,7 @@ __all__ = [
     "parse_schema_json",
 ]
 
-NO_METADATA: Mapping[str, Any] = MappingProxyType({})
+NO_METADATA: JsonObject = MappingProxyType({})
 
 
 class DataType:
@@ -56,7 +57,7 @@ class DataType:
 
     __slots__ = ("category", "raw")
 
-    def __init__(self, raw: Any, category: str) -> None:
+    def __init__(self, raw: object, category: str) -> None:
         self.raw = raw
         self.category = category
 
@@ -71,18 +72,27 @@ class StructType(DataType):
     """A struct: its fields in order (fields that are not JSON objects are left out)."""
 
     __slots__ = ("fields",)
+    raw: JsonDict
 
-    def __init__(self, raw: Any, fields: list[Field]) -> None:
+    def __init__(self, raw: JsonDict, fields: list[Field]) -> None:
         super().__init__(raw, "struct")
         self.fields = fields
+
+    def json_with(self, fields: list[JsonDict], *, deep: bool = False) -> JsonDict:
+        """This struct's JSON with ``fields`` in place of its own (other keys kept, deep-copied with
+        ``deep``)."""
+        out = _rest(self.raw, deep, "fields")
+        out["fields"] = fields
+        return out
 
 
 class ArrayType(DataType):
     """An array: ``element`` is the slot that holds the element type and its nested id."""
 
     __slots__ = ("element",)
+    raw: JsonDict
 
-    def __init__(self, raw: Any, element: Slot) -> None:
+    def __init__(self, raw: JsonDict, element: Slot) -> None:
         super().__init__(raw, "array")
         self.element = element
 
@@ -90,13 +100,24 @@ class ArrayType(DataType):
     def contains_null(self) -> bool:
         return bool(self.raw.get("containsNull", True))
 
+    def json_with(
+        self, element: object, *, contains_null: bool | None = None, deep: bool = False
+    ) -> JsonDict:
+        """This array's JSON with another element type (and ``containsNull`` when given)."""
+        out = _rest(self.raw, deep, "elementType")
+        if contains_null is not None:
+            out["containsNull"] = contains_null
+        out["elementType"] = element
+        return out
+
 
 class MapType(DataType):
     """A map: ``key`` and ``value`` are the slots that hold their types and nested ids."""
 
     __slots__ = ("key", "value")
+    raw: JsonDict
 
-    def __init__(self, raw: Any, key: Slot, value: Slot) -> None:
+    def __init__(self, raw: JsonDict, key: Slot, value: Slot) -> None:
         super().__init__(raw, "map")
         self.key = key
         self.value = value
@@ -104,6 +125,17 @@ class MapType(DataType):
     @property
     def value_contains_null(self) -> bool:
         return bool(self.raw.get("valueContainsNull", True))
+
+    def json_with(
+        self, key: object, value: object, *, value_contains_null: bool | None = None, deep: bool = False
+    ) -> JsonDict:
+        """This map's JSON with other key and value types (and ``valueContainsNull`` when given)."""
+        out = _rest(self.raw, deep, "keyType", "valueType")
+        if value_contains_null is not None:
+            out["valueContainsNull"] = value_contains_null
+        out["keyType"] = key
+        out["valueType"] = value
+        return out
 
 
 class Field:
@@ -122,13 +154,13 @@ class Field:
 
     def __init__(
         self,
-        raw: Any,
+        raw: JsonDict,
         name: str,
         path: str,
         type_: DataType,
         parent: ReferenceType[Field] | None,
         index: int,
-        metadata: Mapping[str, Any],
+        metadata: JsonObject,
         column_id: int | None,
         physical_name: str,
     ) -> None:
@@ -151,8 +183,25 @@ class Field:
     def nullable(self) -> bool:
         return bool(self.raw.get("nullable", True))
 
+    def json_with(
+        self,
+        type_: object,
+        *,
+        nullable: bool | None = None,
+        metadata: JsonObject | None = None,
+        deep: bool = False,
+    ) -> JsonDict:
+        """This field's JSON with another type (and ``nullable``/``metadata`` when given)."""
+        out = _rest(self.raw, deep, "type")
+        if nullable is not None:
+            out["nullable"] = nullable
+        if metadata is not None:
+            out["metadata"] = dict(metadata)
+        out["type"] = type_
+        return out
+
     @property
-    def nested_ids(self) -> Mapping[str, Any]:
+    def nested_ids(self) -> JsonObject:
         v = self.metadata.get(CM_NESTED_IDS)
         return v if (type(v) is dict or isinstance(v, Mapping)) else NO_METADATA
 
@@ -212,7 +261,7 @@ class Schema:
         "raw", "slots", "struct", "structs",
     )  # fmt: skip
 
-    def __init__(self, raw: Any) -> None:
+    def __init__(self, raw: object) -> None:
         self.raw = raw
         self.fields: list[Field] = []
         self.slots: list[Slot] = []
@@ -222,7 +271,7 @@ class Schema:
         self.column_ids: list[int] = []
         self.nested_id_owners: list[Field] = []
         self.irregular: str | None = None
-        self.struct = StructType(raw, [])
+        self.struct = StructType(_as_dict(raw), [])
         self.structs: list[StructType] = [self.struct]
 
     @property
@@ -273,7 +322,7 @@ class Schema:
         self.nested_id_owners = owners
 
 
-def parse_schema(raw: Any) -> Schema:
+def parse_schema(raw: object) -> Schema:
     """The typed form of a parsed ``schemaString`` (a non-object parses as an empty schema).
 
     The JSON is referenced, not copied. Raises RecursionError for a schema nested beyond Python's
@@ -282,7 +331,7 @@ def parse_schema(raw: Any) -> Schema:
     schema = Schema(raw)
     if type(raw) is dict or isinstance(raw, Mapping):
         parser = _Parser(schema)
-        schema.struct.fields = parser.struct_fields(raw, "", None)
+        schema.struct.fields = parser.struct_fields(schema.struct.raw, "", None)
         schema.structs = [schema.struct, *parser.field_structs, *parser.slot_structs]
     schema.reread_metadata(fresh=True)
     return schema
@@ -299,7 +348,7 @@ class _Parser:
         self.field_structs: list[StructType] = []
         self.slot_structs: list[StructType] = []
 
-    def struct_fields(self, struct: Mapping[str, Any], parent_path: str, parent: Field | None) -> list[Field]:
+    def struct_fields(self, struct: JsonDict, parent_path: str, parent: Field | None) -> list[Field]:
         fs = struct.get("fields")
         schema = self.schema
         if type(fs) is not list:
@@ -316,8 +365,12 @@ class _Parser:
         add = out.append
         prefix = parent_path + "." if parent_path else ""
         up = None if parent is None else _ref(parent)  # one weak reference, shared by every child
-        for f in fs:
-            if type(f) is not dict and not isinstance(f, Mapping):
+        for item in fs:
+            if type(item) is dict:
+                f: JsonDict = item
+            elif isinstance(item, Mapping):
+                f = dict(item)
+            else:
                 continue
             name = f.get("name", "")
             if type(name) is not str:
@@ -340,7 +393,7 @@ class _Parser:
             node.type = self.type_of(t, path, node, "")
         return out
 
-    def type_of(self, t: Any, path: str, owner: Field, steps: str) -> DataType:
+    def type_of(self, t: object, path: str, owner: Field, steps: str) -> DataType:
         schema = self.schema
         if type(t) is str:
             leaf = _SHARED_PRIMITIVES.get(t)
@@ -348,27 +401,29 @@ class _Parser:
                 schema.categories.add(leaf.category)
                 return leaf
         cat = type_category(t)
-        if cat in _NESTED and type(t) is not dict and not isinstance(t, Mapping):  # "struct" as a bare name
-            if schema.irregular is None:
-                schema.irregular = path
-            return PrimitiveType(t, "unknown")
-        schema.categories.add(cat)
-        if cat == "struct":
-            st = StructType(t, [])
-            # in pre-order, as fields and slots are
-            (self.slot_structs if steps else self.field_structs).append(st)
-            st.fields = self.struct_fields(t, path, owner)
-            return st
-        if cat == "array":
-            return ArrayType(t, self.slot(ELEMENT, t.get("elementType"), path, owner, steps))
-        if cat == "map":
+        if cat in _NESTED:
+            if not isinstance(t, Mapping):  # "struct" as a bare name
+                if schema.irregular is None:
+                    schema.irregular = path
+                return PrimitiveType(t, "unknown")
+            t = _as_dict(t)
+            schema.categories.add(cat)
+            if cat == "struct":
+                st = StructType(t, [])
+                # in pre-order, as fields and slots are
+                (self.slot_structs if steps else self.field_structs).append(st)
+                st.fields = self.struct_fields(t, path, owner)
+                return st
+            if cat == "array":
+                return ArrayType(t, self.slot(ELEMENT, t.get("elementType"), path, owner, steps))
             k = self.slot(KEY, t.get("keyType"), path, owner, steps)
             return MapType(t, k, self.slot(VALUE, t.get("valueType"), path, owner, steps))
+        schema.categories.add(cat)
         if type(t) is str:
             return _shared_primitive(t, cat)
         return PrimitiveType(t, cat)
 
-    def slot(self, step: str, t: Any, path: str, owner: Field, steps: str) -> Slot:
+    def slot(self, step: str, t: object, path: str, owner: Field, steps: str) -> Slot:
         p = path + "." + step
         k = steps + "." + step
         s = Slot(step, p, k, _ref(owner), _PENDING)  # weakref.ref hands out the owner's one reference
@@ -398,6 +453,22 @@ def parse_schema_json(text: str) -> Schema:
 
 
 _PENDING = PrimitiveType(None, "unknown")  # a node's type while its children are being parsed
+
+
+def _rest(raw: JsonDict, deep: bool, *replaced: str) -> JsonDict:
+    """A new dict with ``raw``'s keys in order, its values shared or (``deep``) deep-copied, except
+    those under ``replaced``, which the caller is about to set."""
+    if not deep:
+        return dict(raw)
+    return {k: v if k in replaced else copy.deepcopy(v) for k, v in raw.items()}
+
+
+def _as_dict(raw: object) -> JsonDict:
+    """A JSON object as the dict the nodes hold (the same dict: the planner edits it in place); an
+    empty one for anything that is not an object."""
+    if type(raw) is dict:
+        return raw
+    return dict(raw) if isinstance(raw, Mapping) else {}
 
 
 def _alive(up: ReferenceType[Field]) -> Field:

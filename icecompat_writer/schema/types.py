@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from icecompat_writer.schema.paths import quote_name
 
@@ -74,26 +73,35 @@ def type_category(t: object) -> str:
     return "unknown"
 
 
-def type_text(t: Any) -> str:
+def _get(t: object, key: str) -> object:
+    """``t[key]`` of a JSON object, None for anything else (a type of a damaged log)."""
+    return t.get(key) if isinstance(t, Mapping) else None
+
+
+def _fields(t: object) -> list[Mapping[str, object]]:
+    """The JSON objects among a struct's ``fields`` (none when they are not a list)."""
+    fs = _get(t, "fields")
+    return [f for f in fs if isinstance(f, Mapping)] if isinstance(fs, list | tuple) else []
+
+
+def type_text(t: object) -> str:
     """A short human form of a type for messages: primitives verbatim, complex types by their kind."""
     if isinstance(t, str):
         return t
     cat = type_category(t)
     if cat == "array":
-        return f"array<{type_text(t.get('elementType'))}>"
+        return f"array<{type_text(_get(t, 'elementType'))}>"
     if cat == "map":
-        return f"map<{type_text(t.get('keyType'))}, {type_text(t.get('valueType'))}>"
+        return f"map<{type_text(_get(t, 'keyType'))}, {type_text(_get(t, 'valueType'))}>"
     if cat == "struct":
         inner = ", ".join(
-            f"{quote_name(str(f.get('name', '')))}: {type_text(f.get('type'))}"
-            for f in t.get("fields") or ()
-            if isinstance(f, Mapping)
+            f"{quote_name(str(f.get('name', '')))}: {type_text(f.get('type'))}" for f in _fields(t)
         )
         return f"struct<{inner}>"
     return cat
 
 
-def type_shape(t: Any) -> Any:
+def type_shape(t: object) -> object:
     """A type with all field metadata dropped: names, nullability and nested types only.
 
     Used to decide whether a schema "changed" where ids and comments do not count (map keys).
@@ -104,29 +112,29 @@ def type_shape(t: Any) -> Any:
             "struct",
             tuple(
                 (str(f.get("name", "")), bool(f.get("nullable", True)), type_shape(f.get("type")))
-                for f in t.get("fields") or ()
-                if isinstance(f, Mapping)
+                for f in _fields(t)
             ),
         )
     if cat == "array":
-        return ("array", bool(t.get("containsNull", True)), type_shape(t.get("elementType")))
+        contains_null = bool(t.get("containsNull", True)) if isinstance(t, Mapping) else True
+        return ("array", contains_null, type_shape(_get(t, "elementType")))
     if cat == "map":
         return (
             "map",
-            type_shape(t.get("keyType")),
-            type_shape(t.get("valueType")),
-            bool(t.get("valueContainsNull", True)),
+            type_shape(_get(t, "keyType")),
+            type_shape(_get(t, "valueType")),
+            bool(t.get("valueContainsNull", True)) if isinstance(t, Mapping) else True,
         )
     return t if isinstance(t, str) else cat
 
 
-def contains_struct(t: Any) -> bool:
+def contains_struct(t: object) -> bool:
     """Whether a struct appears anywhere in ``t`` (itself, or below arrays and maps)."""
     cat = type_category(t)
     if cat == "struct":
         return True
     if cat == "array":
-        return contains_struct(t.get("elementType"))
+        return contains_struct(_get(t, "elementType"))
     if cat == "map":
-        return contains_struct(t.get("keyType")) or contains_struct(t.get("valueType"))
+        return contains_struct(_get(t, "keyType")) or contains_struct(_get(t, "valueType"))
     return False

@@ -17,12 +17,13 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.errors import CompatViolation, IcecompatError, TableReadError
 from icecompat_writer.evidence.live_files import footers_read_by
 from icecompat_writer.jvm.footers import ExecutorFooterReader
+from icecompat_writer.schema import JsonDict
 from icecompat_writer.storage import io_for
 from icecompat_writer.upgrading.plan import FileRewrite, UpgradePlan, plan_upgrade
 from icecompat_writer.writing.target import Target
@@ -144,7 +145,7 @@ class UpgradeResult:
     def __str__(self) -> str:
         return self.render_text()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonDict:
         return {
             "format": JSON_FORMAT,
             "table": self.table,
@@ -202,7 +203,7 @@ class UpgradeResult:
         )
 
 
-def _violation_json(v: Violation) -> dict[str, Any]:
+def _violation_json(v: Violation) -> JsonDict:
     return {"profile": v.profile, "rule": v.rule, "path": v.path, "message": v.message, "fix": v.fix}
 
 

@@ -42,6 +42,7 @@ from icecompat_writer.schema import (
     CM_NESTED_IDS,
     CM_PHYSICAL_NAME,
     CM_PREFIX,
+    Schema,
     id_in_range,
     is_id,
     parse_schema,
@@ -298,9 +299,11 @@ def _in_place_metadata(metadata: Metadata) -> Metadata:
 def _name_mode(metadata: Metadata) -> Metadata:
     """The metadata after Delta turned ``name`` mode on for a table without column mapping: every field
     keeps its name as its physical name (Delta also numbers them; the planner does that here)."""
-    schema = copy.deepcopy(metadata.schema)
-    for f in _fields(schema):
-        f["metadata"] = {**(f.get("metadata") or {}), CM_PHYSICAL_NAME: f["name"]}
+    schema = _private_copy(metadata)
+    for field in schema.fields:
+        f = field.raw
+        md = f.get("metadata")
+        f["metadata"] = {**(md if isinstance(md, Mapping) else {}), CM_PHYSICAL_NAME: f["name"]}
     config = {**metadata.configuration, CM_MODE_KEY: "name"}
     return metadata.with_configuration(config).with_schema(schema)
 
@@ -310,7 +313,7 @@ def new_state_metadata(metadata: Metadata) -> Metadata:
     physical name (the planner names it ``col-<id>``), its id kept where the table has valid ids (new
     ones continue after ``maxColumnId``), nested ids carried over to the new names, and no recorded
     type changes (every file is rewritten in the current types)."""
-    schema = copy.deepcopy(metadata.schema)
+    schema = _private_copy(metadata)
     mapped = column_mapping_mode(metadata.configuration) in ("name", "id")
     keep_ids = mapped and _ids_valid(schema)
     _restate(schema, keep_ids)
@@ -319,16 +322,19 @@ def new_state_metadata(metadata: Metadata) -> Metadata:
     return metadata.with_configuration(config).with_schema(schema)
 
 
-def _fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every struct field of ``schema``, nested ones included, in pre-order (the live JSON objects)."""
-    return [f.raw for f in parse_schema(schema).fields]
+def _private_copy(metadata: Metadata) -> Schema:
+    """The table's schema parsed from a private copy of its JSON, whose fields may be edited in place
+    (the nodes' ``raw`` are that copy's objects) and then serialised once by ``with_schema``."""
+    return parse_schema(copy.deepcopy(metadata.schema))
 
 
-def _ids_valid(schema: dict[str, Any]) -> bool:
+def _ids_valid(schema: Schema) -> bool:
     """Whether every field has an id and all ids (nested ones too) are distinct and in Iceberg's range."""
     ids: list[int] = []
-    for f in _fields(schema):
-        md = f.get("metadata") or {}
+    for f in schema.fields:
+        md = f.raw.get("metadata")
+        if not isinstance(md, Mapping):
+            return False
         cid = md.get(CM_ID)
         if not is_id(cid):
             return False
@@ -339,9 +345,12 @@ def _ids_valid(schema: dict[str, Any]) -> bool:
     return len(set(ids)) == len(ids) and all(id_in_range(i) for i in ids)
 
 
-def _restate(schema: dict[str, Any], keep_ids: bool) -> None:
-    for f in _fields(schema):
-        md = {k: v for k, v in (f.get("metadata") or {}).items() if k != _TYPE_CHANGES_KEY}
+def _restate(schema: Schema, keep_ids: bool) -> None:
+    for field in schema.fields:
+        f = field.raw
+        old_md = f.get("metadata")
+        old = old_md if isinstance(old_md, Mapping) else {}
+        md = {k: v for k, v in old.items() if k != _TYPE_CHANGES_KEY}
         old_name = md.pop(CM_PHYSICAL_NAME, None)
         nested = md.pop(CM_NESTED_IDS, None)
         if not keep_ids:

@@ -34,8 +34,9 @@ from icecompat_writer.evidence.footers import file_facts
 from icecompat_writer.evidence.live_files import footers_read_by
 from icecompat_writer.iceberg.sync import CATALOG_CONF, IcebergSync, sync_after_commit, sync_requested
 from icecompat_writer.jvm.footers import ExecutorFooterReader
-from icecompat_writer.planning import Plan, plan
+from icecompat_writer.planning import Change, Plan, plan
 from icecompat_writer.rules import verdict
+from icecompat_writer.schema import JsonDict, JsonObject, parse_schema
 from icecompat_writer.storage import FileIO, io_for
 from icecompat_writer.writing import transaction
 from icecompat_writer.writing.compose import (
@@ -48,7 +49,7 @@ from icecompat_writer.writing.compose import (
 from icecompat_writer.writing.target import Target, parse_target
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 
 __all__ = ["WriteResult", "compat_write"]
@@ -91,7 +92,7 @@ class WriteResult:
     version: int | None
     files: tuple[str, ...] = ()
     rows: int = 0
-    changes: tuple[Any, ...] = ()
+    changes: tuple[Change, ...] = ()
     skipped: str | None = None
     attempts: int = 1
     removed_files: int = 0
@@ -133,8 +134,8 @@ def _normalise(
     mode: str,
     profile: str,
     partition_by: str | Sequence[str] | None,
-    properties: Mapping[str, Any] | None,
-    options: Mapping[str, Any] | None,
+    properties: JsonObject | None,
+    options: JsonObject | None,
     by_position: bool,
 ) -> _Request:
     m = (mode or "errorifexists").lower()
@@ -169,7 +170,7 @@ def _normalise(
     return _Request(m, profile, parts, props, opts, by_position, app_id, app_version)
 
 
-def _opt(value: Any) -> str:
+def _opt(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -187,7 +188,7 @@ def _previous_state(snapshot: Mapping[str, Any]) -> TableState | None:
 
 def _align_by_position(df: DataFrame, previous: TableState) -> DataFrame:
     """``insertInto`` semantics: columns match the table's by position, not by name."""
-    names = [f["name"] for f in previous.metadata.schema["fields"]]
+    names = [f.name for f in previous.metadata.schema_model.top]
     if len(df.columns) != len(names):
         raise CompatViolation(
             [
@@ -202,7 +203,7 @@ def _align_by_position(df: DataFrame, previous: TableState) -> DataFrame:
     return df.toDF(*names)
 
 
-def _resolve_location(spark: Any, target: Target) -> tuple[str, bool]:
+def _resolve_location(spark: SparkSession, target: Target) -> tuple[str, bool]:
     """(location, catalog table exists) for a target. Path targets report False for the second value."""
     from icecompat_writer.jvm import bridge  # pyspark and py4j, loaded only when a write runs
 
@@ -226,7 +227,7 @@ def _resolve_location(spark: Any, target: Target) -> tuple[str, bool]:
     return bridge.default_table_location(spark, target.table), False
 
 
-def _register_table(spark: Any, target: Target, location: str, version: int) -> None:
+def _register_table(spark: SparkSession, target: Target, location: str, version: int) -> None:
     """Register a table just written at ``location`` under its catalog name (identifiers quoted)."""
     escaped = location.replace("\\", "\\\\").replace("'", "\\'")
     try:
@@ -246,8 +247,8 @@ def compat_write(
     mode: str = "errorifexists",
     partition_by: str | Sequence[str] | None = None,
     profile: str = "v3",
-    properties: Mapping[str, Any] | None = None,
-    options: Mapping[str, Any] | None = None,
+    properties: JsonObject | None = None,
+    options: JsonObject | None = None,
     by_position: bool = False,
 ) -> WriteResult:
     """Write ``df`` to a Delta table so that the result is compliant with ``profile``, or refuse.
@@ -282,7 +283,7 @@ class _Write:
     snapshot it read (:meth:`_skip`), plans and judges it before a file exists (:meth:`_planned`),
     writes the data files, judges them (:meth:`_verified`) and commits."""
 
-    spark: Any
+    spark: SparkSession
     df: DataFrame
     req: _Request
     target: Target
@@ -319,7 +320,7 @@ class _Write:
             removed_files=removed_count,
         )
 
-    def _result(self, t: transaction.Attempt, version: int | None = None, **kw: Any) -> WriteResult:
+    def _result(self, t: transaction.Attempt, version: int | None = None, **kw: Any) -> WriteResult:  # noqa: ANN401  # WriteResult's fields, passed through
         req = self.req
         return WriteResult(
             self.target.display, self.location, req.profile, req.mode, version, attempts=t.number, **kw
@@ -352,7 +353,7 @@ class _Write:
         req = self.req
         intent = WriteIntent(
             mode="replace" if req.mode in REPLACE_MODES else req.mode,
-            data_schema=json.loads(data.schema.json()),
+            data_schema=parse_schema(json.loads(data.schema.json())),
             partition_by=req.partition_by,
             properties=req.properties,
             merge_schema=req.merge_schema,
@@ -366,7 +367,7 @@ class _Write:
         judged.raise_if_refused(f"(planning {self.target.display})")
         return intent, planned
 
-    def _request(self, intent: WriteIntent, planned: Plan, previous: TableState | None) -> dict[str, Any]:
+    def _request(self, intent: WriteIntent, planned: Plan, previous: TableState | None) -> JsonDict:
         """What the JVM's pending transaction writes and commits."""
         return {
             "mode": "overwrite" if (intent.mode in OVERWRITE_MODES or intent.mode == "replace") else "append",
@@ -397,7 +398,7 @@ class _Write:
         return adds
 
 
-def _catalog_identifier(spark: Any, target: Target) -> str | None:
+def _catalog_identifier(spark: SparkSession, target: Target) -> str | None:
     """``db.tbl`` for a write through a Spark catalog name (the current database when the name has
     one part), the Iceberg identifier such a table gets by default; None for a path."""
     if target.table is None:
@@ -409,7 +410,7 @@ def _catalog_identifier(spark: Any, target: Target) -> str | None:
 
 
 def _sync_iceberg(
-    spark: Any,
+    spark: SparkSession,
     result: WriteResult,
     configuration: Mapping[str, str],
     identifier: str | None,

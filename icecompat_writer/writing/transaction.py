@@ -23,13 +23,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from icecompat_writer import storage
 from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.deltalog.paths import commit_file_name, resolve_data_path, table_root_path
 from icecompat_writer.deltalog.snapshot import list_versions, read_commit
 from icecompat_writer.errors import ConcurrentWriteError, IcecompatError
+from icecompat_writer.schema import JsonDict
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -81,7 +82,7 @@ class Attempt:
         """The version the attempt's snapshot was read at (-1: no table yet)."""
         return int(self.pending.read_version)
 
-    def track(self, added_json: Sequence[dict[str, Any]]) -> list[AddFile]:
+    def track(self, added_json: Sequence[JsonDict]) -> list[AddFile]:
         """Record the AddFiles the JVM wrote for this attempt; they are its files from now on."""
         self.added = [AddFile.from_json(a) for a in added_json]
         return self.added

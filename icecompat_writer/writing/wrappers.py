@@ -9,13 +9,14 @@ APIs share one implementation and one set of guarantees.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from icecompat_writer.errors import IcecompatError
 from icecompat_writer.writing.api import WriteResult, compat_write
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
+    from pyspark.sql._typing import OptionalPrimitiveType
 
 
 __all__ = ["CompatDataFrameWriter", "CompatDataFrameWriterV2", "CompatFrame", "compat"]
@@ -58,17 +59,21 @@ class CompatDataFrameWriter:
         self._partition_by = flat
         return self
 
-    def option(self, key: str, value: Any) -> CompatDataFrameWriter:
+    def option(self, key: str, value: OptionalPrimitiveType) -> CompatDataFrameWriter:
         self._options[key] = _to_option(value)
         return self
 
-    def options(self, **opts: Any) -> CompatDataFrameWriter:
+    def options(self, **opts: OptionalPrimitiveType) -> CompatDataFrameWriter:
         for k, v in opts.items():
             self.option(k, v)
         return self
 
     def _write(
-        self, target: str, mode: str | None, partition_by: Any, options: Mapping[str, Any]
+        self,
+        target: str,
+        mode: str | None,
+        partition_by: str | list[str] | None,
+        options: Mapping[str, OptionalPrimitiveType],
     ) -> WriteResult:
         if mode is not None:
             self.mode(mode)
@@ -93,7 +98,7 @@ class CompatDataFrameWriter:
         format: str | None = None,
         mode: str | None = None,
         partitionBy: str | list[str] | None = None,
-        **options: Any,
+        **options: OptionalPrimitiveType,
     ) -> WriteResult:
         """Write to a path (``path`` or the ``path`` option)."""
         if format is not None:
@@ -111,7 +116,7 @@ class CompatDataFrameWriter:
         format: str | None = None,
         mode: str | None = None,
         partitionBy: str | list[str] | None = None,
-        **options: Any,
+        **options: OptionalPrimitiveType,
     ) -> WriteResult:
         """Write to a catalog table (created when missing)."""
         if format is not None:
@@ -145,11 +150,11 @@ class CompatDataFrameWriterV2:
         _check_format(provider)
         return self
 
-    def option(self, key: str, value: Any) -> CompatDataFrameWriterV2:
+    def option(self, key: str, value: OptionalPrimitiveType) -> CompatDataFrameWriterV2:
         self._options[key] = _to_option(value)
         return self
 
-    def options(self, **opts: Any) -> CompatDataFrameWriterV2:
+    def options(self, **opts: OptionalPrimitiveType) -> CompatDataFrameWriterV2:
         for k, v in opts.items():
             self.option(k, v)
         return self
@@ -171,7 +176,7 @@ class CompatDataFrameWriterV2:
         self._partitioned_by = names
         return self
 
-    def _go(self, mode: str, **extra: Any) -> WriteResult:
+    def _go(self, mode: str, **extra: str) -> WriteResult:
         return compat_write(
             self._df,
             self._table,
@@ -218,7 +223,7 @@ def compat(df: DataFrame, profile: str = "v3") -> CompatFrame:
     return CompatFrame(df, profile)
 
 
-def _to_option(value: Any) -> str:
+def _to_option(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

@@ -45,6 +45,7 @@ from icecompat_writer.iceberg.values import (
     serialize,
 )
 from icecompat_writer.planning import PROFILES, plan, validate
+from icecompat_writer.schema import parse_schema
 
 UTC = dt.timezone.utc  # dt.UTC from Python 3.11 on
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
@@ -117,7 +118,7 @@ NESTED_SCHEMA = {
 
 
 def test_nested_ids_come_from_the_nearest_struct_field() -> None:
-    converted, problems = convert_schema(NESTED_SCHEMA, 2)
+    converted, problems = convert_schema(parse_schema(NESTED_SCHEMA), 2)
     assert problems == []
     col1, col2, col3 = converted.fields
     assert col1["type"] == {
@@ -157,7 +158,7 @@ def test_primitive_type_mapping_and_required() -> None:
             _field("st", {"type": "struct", "fields": [_field("x", "float", 11)]}, 10),
         ],
     }
-    converted, problems = convert_schema(schema, 2)
+    converted, problems = convert_schema(parse_schema(schema), 2)
     assert problems == []
     types = {f["name"]: f["type"] for f in converted.fields}
     assert types["b"] == types["s"] == types["i"] == "int"
@@ -169,7 +170,7 @@ def test_primitive_type_mapping_and_required() -> None:
 
 def test_unsupported_types_are_violations_and_missing_ids_a_broken_invariant() -> None:
     variant = {"type": "struct", "fields": [_field("v", "variant", 3), _field("g", "geometry(OGC:CRS84)", 4)]}
-    _, problems = convert_schema(variant, 3)
+    _, problems = convert_schema(parse_schema(variant), 3)
     assert {(p.rule, p.path) for p in problems} == {("ICEBERG-EMIT-TYPE", "v"), ("ICEBERG-EMIT-TYPE", "g")}
     # Ids are the catalog's rules (CM-IDS-ASSIGNED, CM-IDS-UNIQUE, ICV*-NESTED-IDS); the converter only
     # runs once they passed, so it refuses to guess instead of reporting them a second time.
@@ -183,7 +184,7 @@ def test_unsupported_types_are_violations_and_missing_ids_a_broken_invariant() -
         ],
     }
     with pytest.raises(SchemaIdError) as err:
-        convert_schema(schema, 2)
+        convert_schema(parse_schema(schema), 2)
     assert [p.split(":")[0] for p in err.value.problems] == ["`plain`", "`arr.element`", "`dup`", "`big`"]
     catalog = validate("v3", Metadata(schema_string=json.dumps(schema)), Protocol())
     assert {"CM-IDS-ASSIGNED", "CM-IDS-UNIQUE", "ICV3-NESTED-IDS"} <= {v.rule for v in catalog}
@@ -301,7 +302,9 @@ def test_single_value_serialization_follows_appendix_d() -> None:
 
 
 def _schema_one(name: str, dtype: str) -> tuple:
-    converted, problems = convert_schema({"type": "struct", "fields": [_field(name, dtype, 1)]}, 2)
+    converted, problems = convert_schema(
+        parse_schema({"type": "struct", "fields": [_field(name, dtype, 1)]}), 2
+    )
     assert problems == []
     return converted, converted.primitives[1]
 

@@ -21,6 +21,7 @@ from icecompat_writer.errors import CompatViolation, Violation
 from icecompat_writer.planning import plan, validate
 from icecompat_writer.rules.catalog import RULES_BY_ID
 from icecompat_writer.rules.model import Scope
+from icecompat_writer.schema import parse_schema
 from tests.support import unguarded_sql
 
 # The docs section that lists every difference the oracle tests assert.
@@ -155,7 +156,7 @@ def add_column(name: str, type_: Any, metadata: Mapping[str, Any] | None = None)
         meta.update(metadata or {})
         schema["fields"].append({"name": name, "type": type_, "nullable": True, "metadata": meta})
         config = {**md.configuration, "delta.columnMapping.maxColumnId": str(last)}
-        return md.with_schema(schema).with_configuration(config), p
+        return md.with_schema(parse_schema(schema)).with_configuration(config), p
 
     return Edit(f"add column {name} {json.dumps(type_)}", apply)
 
@@ -190,7 +191,7 @@ def col_id_physical_names() -> Edit:
     def apply(md: Metadata, p: Protocol) -> State:
         schema = copy.deepcopy(md.schema)
         _rename_physical(schema)
-        return md.with_schema(schema), p
+        return md.with_schema(parse_schema(schema)), p
 
     return Edit("physical names col-<id>", apply)
 

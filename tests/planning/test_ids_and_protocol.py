@@ -17,6 +17,7 @@ from icecompat_writer.planning.ids import (
 from icecompat_writer.planning.protocol import build_protocol
 from icecompat_writer.rules.features import implicit_writer_features, supported_features
 from icecompat_writer.rules.schema import CM_ID, CM_NESTED_IDS, CM_PHYSICAL_NAME
+from icecompat_writer.schema import parse_schema
 from tests.rules.builders import array, field, map_, mapped, struct
 
 
@@ -55,7 +56,7 @@ def test_rename_physical_respects_protected_fields() -> None:
 def test_copy_previous_mapping_without_previous_column_mapping_uses_names() -> None:
     new = struct(field("ID", "long"), field("fresh", "long"))
     old = struct(field("id", "long"))
-    changed, matches = copy_previous_mapping(new, old, previous_mapped=False)
+    changed, matches = copy_previous_mapping(parse_schema(new), parse_schema(old), previous_mapped=False)
     assert new["fields"][0]["metadata"] == {CM_PHYSICAL_NAME: "id"}
     assert new["fields"][1]["metadata"] == {}
     assert len(matches) == 1 and changed[0][0] == "ID"
@@ -66,7 +67,7 @@ def test_nested_ids_reuse_previous_ones_by_key() -> None:
         field("m", map_("string", "long"), mapped(1) | {CM_NESTED_IDS: {"col-1.key": 7, "col-1.value": 8}})
     )
     new = struct(field("m", map_("string", array("long")), mapped(1)))
-    _, matches = copy_previous_mapping(new, old, previous_mapped=True)
+    _, matches = copy_previous_mapping(parse_schema(new), parse_schema(old), previous_mapped=True)
     changed = assign_nested_ids(scan(new), IdCounter(8), matches)
     assert new["fields"][0]["metadata"][CM_NESTED_IDS] == {
         "col-1.key": 7,

@@ -47,6 +47,7 @@ from pyspark.sql import types as T
 
 from icecompat_writer.checking.check import check_table
 from icecompat_writer.errors import CompatViolation, IcecompatError
+from icecompat_writer.schema import parse_schema
 from icecompat_writer.writing.api import compat_write
 
 PROFILES = ["v3", "writer-v1", "writer-v3"]
@@ -729,15 +730,18 @@ def test_column_names_match_as_delta_matches_them(table_name: str, written: str,
     from icecompat_writer.writing.compose import WriteIntent, compose_metadata
 
     table = plan(
-        "v3", Metadata(schema_string="{}").with_schema({"type": "struct", "fields": [_field(table_name)]})
+        "v3",
+        Metadata(schema_string="{}").with_schema(
+            parse_schema({"type": "struct", "fields": [_field(table_name)]})
+        ),
     )
     data = {"type": "struct", "fields": [_field(written, "string")]}
     if same:
         with pytest.raises(CompatViolation) as err:
-            compose_metadata(WriteIntent("append", data, merge_schema=True), table.metadata)
+            compose_metadata(WriteIntent("append", parse_schema(data), merge_schema=True), table.metadata)
         assert err.value.rules == ["DELTA-WRITE-TYPE-MISMATCH"]
         return
-    merged = compose_metadata(WriteIntent("append", data, merge_schema=True), table.metadata)
+    merged = compose_metadata(WriteIntent("append", parse_schema(data), merge_schema=True), table.metadata)
     assert [f["name"] for f in merged.schema["fields"]] == [table_name, written]
     planned = plan("v3", merged, None, TableState(table.protocol, table.metadata, 0))
     ids = [f["metadata"]["delta.columnMapping.id"] for f in planned.metadata.schema["fields"]]
@@ -745,7 +749,9 @@ def test_column_names_match_as_delta_matches_them(table_name: str, written: str,
     with pytest.raises(CompatViolation) as err:
         compose_metadata(
             WriteIntent(
-                "errorifexists", {"type": "struct", "fields": [_field(table_name)]}, partition_by=(written,)
+                "errorifexists",
+                parse_schema({"type": "struct", "fields": [_field(table_name)]}),
+                partition_by=(written,),
             ),
             None,
         )

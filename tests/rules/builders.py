@@ -17,6 +17,7 @@ from icecompat_writer.deltalog.actions import Metadata, Protocol, TableState
 from icecompat_writer.facts import DataFileFacts, ParquetField, ParquetFooter
 from icecompat_writer.planning import plan
 from icecompat_writer.rules.schema import CM_ID, CM_NESTED_IDS, CM_PHYSICAL_NAME, type_category
+from icecompat_writer.schema import parse_schema
 
 PROFILES = ("v3", "writer-v1", "writer-v3")
 
@@ -78,7 +79,7 @@ def metadata(
         partition_columns=tuple(partitions),
         configuration=dict(configuration or {}),
         id=table_id,
-    ).with_schema(schema)
+    ).with_schema(parse_schema(schema))
 
 
 def compliant(
@@ -124,7 +125,7 @@ def with_protocol(state: TableState, **changes: Any) -> TableState:
 def with_schema(state: TableState, edit: Callable[[dict], Any]) -> TableState:
     s = json.loads(state.metadata.schema_string)
     edit(s)
-    return replace(state, metadata=state.metadata.with_schema(s))
+    return replace(state, metadata=state.metadata.with_schema(parse_schema(s)))
 
 
 def find(schema: dict, path: str) -> dict:

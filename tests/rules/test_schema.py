@@ -17,6 +17,7 @@ from icecompat_writer.rules.schema import (
     type_shape,
     type_text,
 )
+from icecompat_writer.schema import parse_schema
 
 from .builders import array, field, map_, mapped, struct
 
@@ -108,7 +109,11 @@ def test_field_lookup_prefers_exact_then_case_insensitive() -> None:
 def test_matched_fields_descends_only_through_matching_types() -> None:
     old = struct(field("A", array(struct(field("x", "long")))), field("s", struct(field("y", "long"))))
     new = struct(field("a", array(struct(field("x", "long"), field("new", "long")))), field("s", "string"))
-    assert [p for _, _, p in matched_fields(new, old)] == ["a", "a.element.x", "s"]
+    assert [p for _, _, p in matched_fields(parse_schema(new), parse_schema(old))] == [
+        "a",
+        "a.element.x",
+        "s",
+    ]
 
 
 def test_type_shape_ignores_metadata_only() -> None:

@@ -34,6 +34,7 @@ from icecompat_writer.rules.verdict import (
     commit_profile,
     decide,
 )
+from icecompat_writer.schema import parse_schema
 
 from .builders import (
     compliant,
@@ -73,7 +74,7 @@ def test_a_dataframe_schema_with_one_column_twice_or_an_empty_struct_is_refused_
         field("s", struct(field("x", "int"), field("X", "int"))),
         field("e", {"type": "array", "elementType": struct(), "containsNull": True}),
     )
-    judged = decide(DataFrameSchema(schema))
+    judged = decide(DataFrameSchema(parse_schema(schema)))
     assert _hits(judged) == [
         ("DELTA-WRITE-DUPLICATE-COLUMN", "ID"),
         ("DELTA-WRITE-DUPLICATE-COLUMN", "s.X"),
@@ -81,7 +82,7 @@ def test_a_dataframe_schema_with_one_column_twice_or_an_empty_struct_is_refused_
     ]
     assert judged.profile is None
     assert not decide(
-        DataFrameSchema(struct(field("id", "long"), field("s", struct(field("x", "int")))))
+        DataFrameSchema(parse_schema(struct(field("id", "long"), field("s", struct(field("x", "int"))))))
     ).refused
 
 

@@ -160,7 +160,7 @@ def test_id_range_is_icebergs() -> None:
 
 def test_emitter_names_a_dotted_column_as_the_rules_do() -> None:
     schema = struct(field("a.b", struct(field("v", "variant", mapped(2))), mapped(1)))
-    _, problems = convert_schema(schema, 2)
+    _, problems = convert_schema(parse_schema(schema), 2)
     assert [p.path for p in problems] == ["`a.b`.v"]
 
 

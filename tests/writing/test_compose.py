@@ -6,6 +6,7 @@ import pytest
 
 from icecompat_writer.deltalog.actions import Metadata
 from icecompat_writer.errors import CompatViolation
+from icecompat_writer.schema import parse_schema
 from icecompat_writer.writing.compose import WriteIntent, compose_metadata, merge_schemas
 
 
@@ -31,12 +32,12 @@ TABLE = struct(
 def previous() -> Metadata:
     return Metadata(
         schema_string="{}", partition_columns=("p",), configuration={"a": "1"}, id="t1"
-    ).with_schema(TABLE)
+    ).with_schema(parse_schema(TABLE))
 
 
 def test_new_table_takes_the_dataframe_schema_without_mapping_metadata() -> None:
     data = struct(field("id", "long", mapped(99)), field("p", "string"))
-    md = compose_metadata(WriteIntent("errorifexists", data, ("p",), {"delta.x": "y"}), None)
+    md = compose_metadata(WriteIntent("errorifexists", parse_schema(data), ("p",), {"delta.x": "y"}), None)
     assert md.partition_columns == ("p",)
     assert md.configuration == {"delta.x": "y"}
     assert md.schema["fields"][0]["metadata"] == {}
@@ -45,7 +46,7 @@ def test_new_table_takes_the_dataframe_schema_without_mapping_metadata() -> None
 
 def test_append_keeps_table_schema_and_ids() -> None:
     data = struct(field("ID", "long"), field("p", "string"))
-    md = compose_metadata(WriteIntent("append", data), previous())
+    md = compose_metadata(WriteIntent("append", parse_schema(data)), previous())
     assert md.schema == TABLE
     assert md.partition_columns == ("p",)
     assert md.id == "t1"
@@ -54,7 +55,7 @@ def test_append_keeps_table_schema_and_ids() -> None:
 def test_append_unknown_nested_column_is_refused_with_its_path() -> None:
     data = struct(field("s", struct(field("x", "integer"), field("new.one", "string"))), field("zz", "long"))
     with pytest.raises(CompatViolation) as err:
-        compose_metadata(WriteIntent("append", data), previous())
+        compose_metadata(WriteIntent("append", parse_schema(data)), previous())
     paths = {(v.rule, v.path) for v in err.value.violations}
     assert paths == {("DELTA-WRITE-UNKNOWN-COLUMN", "s.`new.one`"), ("DELTA-WRITE-UNKNOWN-COLUMN", "zz")}
 
@@ -63,7 +64,7 @@ def test_merge_schema_adds_nested_and_top_level_fields_bare() -> None:
     data = struct(
         field("s", struct(field("x", "integer"), field("y", "string", nullable=False))), field("z", "long")
     )
-    md = compose_metadata(WriteIntent("append", data, merge_schema=True), previous())
+    md = compose_metadata(WriteIntent("append", parse_schema(data), merge_schema=True), previous())
     s_type = md.schema["fields"][1]["type"]
     assert [f["name"] for f in s_type["fields"]] == ["x", "y"]
     assert s_type["fields"][0]["metadata"] == mapped(3)
@@ -74,7 +75,7 @@ def test_merge_schema_adds_nested_and_top_level_fields_bare() -> None:
 def test_type_mismatch_is_refused_even_with_merge_schema() -> None:
     data = struct(field("id", "integer"), field("s", struct(field("x", "string"))))
     with pytest.raises(CompatViolation) as err:
-        compose_metadata(WriteIntent("append", data, merge_schema=True), previous())
+        compose_metadata(WriteIntent("append", parse_schema(data), merge_schema=True), previous())
     got = {(v.rule, v.path, v.observed, v.expected) for v in err.value.violations}
     assert got == {
         ("DELTA-WRITE-TYPE-MISMATCH", "id", "integer", "long"),
@@ -85,13 +86,15 @@ def test_type_mismatch_is_refused_even_with_merge_schema() -> None:
 def test_partitioning_change_needs_overwrite_schema() -> None:
     data = struct(field("id", "long"), field("p", "string"))
     with pytest.raises(CompatViolation) as err:
-        compose_metadata(WriteIntent("append", data, ("id",)), previous())
+        compose_metadata(WriteIntent("append", parse_schema(data), ("id",)), previous())
     assert err.value.rules == ["DELTA-WRITE-PARTITIONING-CHANGE"]
 
 
 def test_overwrite_schema_carries_ids_of_kept_columns() -> None:
     data = struct(field("s", struct(field("x", "integer"), field("w", "long"))), field("q", "date"))
-    md = compose_metadata(WriteIntent("overwrite", data, ("q",), overwrite_schema=True), previous())
+    md = compose_metadata(
+        WriteIntent("overwrite", parse_schema(data), ("q",), overwrite_schema=True), previous()
+    )
     s = md.schema["fields"][0]
     assert s["metadata"] == mapped(2)
     assert s["type"]["fields"][0]["metadata"] == mapped(3)
@@ -103,7 +106,7 @@ def test_overwrite_schema_carries_ids_of_kept_columns() -> None:
 def test_unknown_partition_column_is_refused() -> None:
     data = struct(field("id", "long"))
     with pytest.raises(CompatViolation) as err:
-        compose_metadata(WriteIntent("errorifexists", data, ("nope",)), None)
+        compose_metadata(WriteIntent("errorifexists", parse_schema(data), ("nope",)), None)
     assert [(v.rule, v.path) for v in err.value.violations] == [("DELTA-WRITE-PARTITION-COLUMN", "nope")]
 
 
@@ -112,10 +115,11 @@ def test_merge_walks_arrays_and_maps() -> None:
     table = struct(field("arr", {"type": "array", "elementType": elem, "containsNull": True}))
     data_elem = struct(field("a", "integer"), field("b", "string"))
     data = struct(field("arr", {"type": "array", "elementType": data_elem, "containsNull": True}))
-    merged, problems = merge_schemas(table, data, add_new=True)
+    merged, problems = merge_schemas(parse_schema(table), parse_schema(data), add_new=True)
     assert problems == []
-    assert [f["name"] for f in merged["fields"][0]["type"]["elementType"]["fields"]] == ["a", "b"]
-    _, problems = merge_schemas(table, data, add_new=False)
+    assert [f.name for f in merged.fields] == ["arr", "a", "b"]
+    assert [f.path for f in merged.fields] == ["arr", "arr.element.a", "arr.element.b"]
+    _, problems = merge_schemas(parse_schema(table), parse_schema(data), add_new=False)
     assert [(p.rule, p.path) for p in problems] == [("DELTA-WRITE-UNKNOWN-COLUMN", "arr.element.b")]
 
 
@@ -126,7 +130,7 @@ def test_new_tables_store_the_dataframe_schema_as_nullable() -> None:
         field("arr", {"type": "array", "elementType": elem, "containsNull": False}, nullable=False),
         field("m", {"type": "map", "keyType": "string", "valueType": "long", "valueContainsNull": False}),
     )
-    md = compose_metadata(WriteIntent("errorifexists", data), None)
+    md = compose_metadata(WriteIntent("errorifexists", parse_schema(data)), None)
     f_id, f_arr, f_m = md.schema["fields"]
     assert f_id["nullable"] and f_arr["nullable"] and f_arr["type"]["containsNull"]
     assert f_arr["type"]["elementType"]["fields"][0]["nullable"]
@@ -152,7 +156,8 @@ def test_names_delta_takes_as_one_column_are_refused_at_every_depth(mode: str) -
     )
     with pytest.raises(CompatViolation) as err:
         compose_metadata(
-            WriteIntent(mode, data, merge_schema=True), None if mode == "errorifexists" else previous()
+            WriteIntent(mode, parse_schema(data), merge_schema=True),
+            None if mode == "errorifexists" else previous(),
         )
     found = {(v.profile, v.rule, v.path, v.observed, v.expected) for v in err.value.violations}
     assert found == {
@@ -172,7 +177,7 @@ def test_structs_without_fields_are_refused_wherever_they_are() -> None:
         field("m", {"type": "map", "keyType": "string", "valueType": empty, "valueContainsNull": True}),
     )
     with pytest.raises(CompatViolation) as err:
-        compose_metadata(WriteIntent("errorifexists", data), None)
+        compose_metadata(WriteIntent("errorifexists", parse_schema(data)), None)
     assert {(v.rule, v.path) for v in err.value.violations} == {
         ("DELTA-WRITE-EMPTY-STRUCT", "e"),
         ("DELTA-WRITE-EMPTY-STRUCT", "a.element"),

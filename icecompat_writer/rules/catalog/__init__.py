@@ -29,7 +29,6 @@ this order (the order docs/rules.md lists them in), and validates the whole.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from icecompat_writer.errors import Violation
 from icecompat_writer.rules.catalog.column_mapping import column_mapping_rules
@@ -106,10 +105,10 @@ def layer_violation(
     path: str,
     *,
     variant: str = "",
-    observed: Any = None,
-    expected: Any = None,
+    observed: object = None,
+    expected: object = None,
     clause: str = "",
-    **values: Any,
+    **values: object,
 ) -> Violation:
     """A violation of a layer's own rule, worded by its catalog templates (``variant``: one of the
     rule's named wordings) filled with ``path``, ``observed``, ``expected`` and ``values``; observed

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
 from icecompat_writer.rules.context import EvalContext
 from icecompat_writer.rules.model import Finding, Rule, Scope, template_fields
@@ -64,7 +63,7 @@ def kind(
     return register
 
 
-def finding(path: str = "", observed: Any = None, expected: Any = None, **values: Any) -> Finding:
+def finding(path: str = "", observed: object = None, expected: object = None, **values: object) -> Finding:
     # Always strings: Violations are sorted, and None would not compare with str.
     return Finding(
         path=path,
@@ -74,8 +73,8 @@ def finding(path: str = "", observed: Any = None, expected: Any = None, **values
     )
 
 
-def shown(value: str | None) -> str:
-    return "(absent)" if value is None else repr(value) if value == "" else value
+def shown(value: object) -> str:
+    return "(absent)" if value is None else repr(value) if value == "" else str(value)
 
 
 _COMMON_FIELDS = frozenset({"path", "observed", "expected"})

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
 from icecompat_writer.rules.context import EvalContext, column_mapping_mode
 from icecompat_writer.rules.kinds.registry import finding, kind
 from icecompat_writer.rules.model import Finding, Rule, Scope
 from icecompat_writer.rules.schema import (
     CM_PHYSICAL_NAME,
+    SchemaIndex,
     column_id,
     contains_struct,
     field_metadata,
@@ -18,7 +18,7 @@ from icecompat_writer.rules.schema import (
     type_shape,
     type_text,
 )
-from icecompat_writer.schema import Schema
+from icecompat_writer.schema import Schema, parse_schema
 
 
 @kind("partition_spec_unchanged", Scope.REPLACE)
@@ -40,7 +40,7 @@ def _map_key_struct_immutable(ctx: EvalContext, rule: Rule) -> Iterator[Finding]
     prev = ctx.previous_schema
     if prev is None:
         return
-    before: dict[tuple[tuple[str, ...], str], Any] = {}
+    before: dict[tuple[tuple[str, ...], str], object] = {}
     for s in prev.slots:
         if s.key.endswith(".key") and contains_struct(s.type):
             before[(physical_path(s.owner), s.key)] = s.type
@@ -112,7 +112,7 @@ def _physical_names_stable(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
     if ctx.previous is None:
         return
     prev_mapped = column_mapping_mode(ctx.previous.metadata.configuration) in ("name", "id")
-    for new, old, path in matched_fields(_parsed_schema(ctx), _parsed_previous_schema(ctx)):
+    for new, old, path in matched_fields(_model(ctx.schema), _model(ctx.previous_schema)):
         md, old_md = field_metadata(new), field_metadata(old)
         want_pn = old_md.get(CM_PHYSICAL_NAME) if prev_mapped else old.get("name")
         want_id = column_id(old) if prev_mapped else None
@@ -125,14 +125,10 @@ def _physical_names_stable(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
             )
 
 
-def _parsed_schema(ctx: EvalContext) -> Schema | Mapping[str, Any]:
-    """The new schema as its index parsed it (its top-level fields' JSON for an index built otherwise)."""
-    model = ctx.schema.model
-    return model if model is not None else {"fields": [f.raw for f in ctx.schema.top]}
-
-
-def _parsed_previous_schema(ctx: EvalContext) -> Schema | Mapping[str, Any]:
-    prev = ctx.previous_schema
-    if prev is None:
-        return {"fields": []}
-    return prev.model if prev.model is not None else {"fields": [f.raw for f in prev.top]}
+def _model(index: SchemaIndex | None) -> Schema:
+    """The schema as its index parsed it (its top-level fields for an index built otherwise)."""
+    if index is None:
+        return parse_schema({"fields": []})
+    if index.model is not None:
+        return index.model
+    return parse_schema({"fields": [f.raw for f in index.top]})

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from icecompat_writer.rules.context import MAX_COLUMN_ID_KEY, EvalContext, column_mapping_mode
 from icecompat_writer.rules.kinds.registry import finding, kind, shown
@@ -193,7 +192,7 @@ def _forbidden_types(ctx: EvalContext, rule: Rule) -> Iterator[Finding]:
         )
 
 
-def _type_change_ok(frm: Any, to: Any, pairs: set[tuple[str, str]], decimal_widening: bool) -> bool:
+def _type_change_ok(frm: object, to: object, pairs: set[tuple[str, str]], decimal_widening: bool) -> bool:
     if frm == to:
         return True
     if not isinstance(frm, str) or not isinstance(to, str):
@@ -204,7 +203,7 @@ def _type_change_ok(frm: Any, to: Any, pairs: set[tuple[str, str]], decimal_wide
     return (type_category(frm), type_category(to)) in pairs
 
 
-def _type_changes(raw: Any) -> list[Any] | None:
+def _type_changes(raw: object) -> list[object] | None:
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
