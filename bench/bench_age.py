@@ -14,7 +14,9 @@ metadata the sync wrote before bounded history), ``after`` keeps the defaults. A
 point: the median of the last 50 syncs, the newest ``v<N>.metadata.json``, and the size and file count
 of ``metadata/``.
 
-Run alone with ``.venv/bin/python -m bench.bench_age [--commits 1000,10000] [--before-commits 1000]``.
+Run alone with ``.venv/bin/python -m bench.bench_age [--commits 1000,10000] [--before-commits 1000]``;
+``bin/bench`` runs the default arm as its age section (``--age-commits 1000,10000,100000`` for the
+largest point).
 """
 
 from __future__ import annotations
@@ -60,7 +62,12 @@ ARMS = {"before": UNBOUNDED, "after": {}}
 
 @dataclass
 class AgePoint:
-    """One arm after ``commits`` commits."""
+    """One arm after ``commits`` commits.
+
+    ``young_sync_ms`` is set at the points measured side by side with a young table (see
+    :func:`measure_age`): the median of the young table's syncs interleaved with the ``sync_ms`` ones,
+    so that their ratio is the aged table's cost with the machine's load of that moment in both.
+    """
 
     arm: str
     commits: int
@@ -68,11 +75,22 @@ class AgePoint:
     newest_bytes: int
     dir_bytes: int
     dir_files: int
+    young_sync_ms: float | None = None
+    young_commits: int = 0
+    load: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        return None if self.young_sync_ms is None else self.sync_ms / self.young_sync_ms
 
 
 @dataclass
 class AgeRun:
     points: list[AgePoint] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    def after(self) -> list[AgePoint]:
+        return [p for p in self.points if p.arm == "after"]
 
 
 def _commit(root: Path, version: int, actions: list[dict[str, Any]]) -> None:
@@ -105,6 +123,61 @@ def _metadata_dir(root: Path) -> tuple[int, int, int]:
     return newest.stat().st_size, sum(p.stat().st_size for p in files), len(files)
 
 
+def _load() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+class AgingTable:
+    """One synthetic table that ages by one commit and one real sync per :meth:`step`."""
+
+    def __init__(self, root: Path, arm: str) -> None:
+        self.root, self.arm = root, arm
+        protocol, metadata = compliant_state()
+        metadata["configuration"] = {**metadata["configuration"], **ARMS[arm]}
+        self.size = _write_templates(root, metadata)
+        self.state = [{"protocol": protocol}, {"metaData": metadata}]
+        self.live = {i: _add(i, 0, self.size) for i in range(LIVE)}
+        for i in self.live:
+            os.link(root / _template_path(i), root / data_path(i))
+        _commit(root, 0, [*self.state, *self.live.values()])
+        write_iceberg_metadata(root)
+        self.version = 0
+        self.previous: int | None = None
+        self.nxt = LIVE
+        self.samples: list[float] = []
+
+    def step(self) -> float:
+        """One commit (add one file, remove the one the commit before added), the checkpoint and log
+        clean-up when due, then the sync; returns the sync's seconds."""
+        root, version, nxt = self.root, self.version + 1, self.nxt
+        target = root / data_path(nxt)
+        if not target.exists():
+            os.link(root / _template_path(nxt), target)
+        self.live[nxt] = _add(nxt, version, self.size)
+        actions = [self.live[nxt]]
+        if self.previous is not None:
+            removed = self.live.pop(self.previous)
+            ts = int(time.time() * 1000)
+            actions.insert(
+                0, {"remove": {"path": removed["add"]["path"], "deletionTimestamp": ts, "dataChange": True}}
+            )
+        _commit(root, version, actions)
+        self.previous, self.nxt, self.version = nxt, nxt + 1, version
+        if version % CHECKPOINT_INTERVAL == 0:
+            _checkpoint(root, version, self.state, self.live)
+        t0 = time.perf_counter()
+        result = write_iceberg_metadata(root)
+        elapsed = time.perf_counter() - t0
+        assert result.written and result.delta_version == version, result
+        self.samples.append(elapsed)
+        return elapsed
+
+    def point(self) -> AgePoint:
+        newest, total, count = _metadata_dir(self.root)
+        sync_ms = statistics.median(self.samples[-WINDOW:]) * 1000
+        return AgePoint(self.arm, self.version, sync_ms, newest, total, count, load=_load())
+
+
 def age(
     arm: str,
     points: list[int],
@@ -112,53 +185,69 @@ def age(
     workdir: Path | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> list[AgePoint]:
-    """One arm: build the table, commit and sync up to ``max(points)`` times, measure at each point."""
+    """One arm alone: build the table, commit and sync up to ``max(points)`` times, measure at each."""
     say = progress or (lambda _msg: None)
     out: list[AgePoint] = []
     with tempfile.TemporaryDirectory(prefix=f"bench_age_{arm}_", dir=workdir) as tmp:
-        root = Path(tmp) / "t"
-        protocol, metadata = compliant_state()
-        metadata["configuration"] = {**metadata["configuration"], **ARMS[arm]}
-        size = _write_templates(root, metadata)
-        state = [{"protocol": protocol}, {"metaData": metadata}]
-        live = {i: _add(i, 0, size) for i in range(LIVE)}
-        for i in live:
-            os.link(root / _template_path(i), root / data_path(i))
-        _commit(root, 0, [*state, *live.values()])
-        write_iceberg_metadata(root)
-        samples: list[float] = []
-        previous, nxt = None, LIVE
-        for version in range(1, max(points) + 1):
-            target = root / data_path(nxt)
-            if not target.exists():
-                os.link(root / _template_path(nxt), target)
-            live[nxt] = _add(nxt, version, size)
-            actions = [live[nxt]]
-            if previous is not None:
-                removed = live.pop(previous)
-                ts = int(time.time() * 1000)
-                actions.insert(
-                    0,
-                    {"remove": {"path": removed["add"]["path"], "deletionTimestamp": ts, "dataChange": True}},
-                )
-            _commit(root, version, actions)
-            previous, nxt = nxt, nxt + 1
-            if version % CHECKPOINT_INTERVAL == 0:
-                _checkpoint(root, version, state, live)
-            t0 = time.perf_counter()
-            result = write_iceberg_metadata(root)
-            samples.append(time.perf_counter() - t0)
-            assert result.written and result.delta_version == version
-            if version in points:
-                newest, total, count = _metadata_dir(root)
-                sync_ms = statistics.median(samples[-WINDOW:]) * 1000
-                out.append(AgePoint(arm, version, sync_ms, newest, total, count))
-                say(
-                    f"age {arm}: {version:,} commits: sync {sync_ms:.1f} ms, newest {newest:,} B, "
-                    f"metadata/ {total:,} B in {count:,} files"
-                )
-            elif version % 500 == 0:
-                say(f"age {arm}: {version:,} commits")
+        table = AgingTable(Path(tmp) / "t", arm)
+        while table.version < max(points):
+            table.step()
+            if table.version in points:
+                out.append(table.point())
+                say(_describe(out[-1]))
+    return out
+
+
+def _describe(p: AgePoint) -> str:
+    side = "" if p.ratio is None else f" ({p.ratio:.2f}x the young table's {p.young_sync_ms:.1f} ms)"
+    return (
+        f"age {p.arm}: {p.commits:,} commits: sync {p.sync_ms:.1f} ms{side}, newest {p.newest_bytes:,} B, "
+        f"metadata/ {p.dir_bytes:,} B in {p.dir_files:,} files, load {p.load}"
+    )
+
+
+def age_side_by_side(
+    points: list[int],
+    *,
+    workdir: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[AgePoint]:
+    """The default arm, with the sync time of every later point measured beside a young table.
+
+    A young table is aged to the first point and measured there; a second table ages to every point.
+    The last ``WINDOW`` commits before each point alternate between the two tables (the order
+    swapping every round), and the point records both medians: the aged table's sync time over the
+    young one's, with the same load on the machine in both, is what the table's age adds.
+    """
+    say = progress or (lambda _msg: None)
+    points = sorted(points)
+    out: list[AgePoint] = []
+    with tempfile.TemporaryDirectory(prefix="bench_age_", dir=workdir) as tmp:
+        young = AgingTable(Path(tmp) / "young", "after")
+        while young.version < points[0]:
+            young.step()
+        first = young.point()
+        out.append(first)
+        say(_describe(first))
+        aged = AgingTable(Path(tmp) / "aged", "after")
+        for point in points:
+            while aged.version < point - WINDOW:
+                aged.step()
+                if aged.version % 1000 == 0:
+                    say(f"age: {aged.version:,} commits (load {_load()})")
+            young_samples: list[float] = []
+            for n in range(point - aged.version):
+                if n % 2:
+                    young_samples.append(young.step())
+                    aged.step()
+                else:
+                    aged.step()
+                    young_samples.append(young.step())
+            p = aged.point()
+            p.young_sync_ms = statistics.median(young_samples) * 1000
+            p.young_commits = young.version
+            out.append(p)
+            say(_describe(p))
     return out
 
 
@@ -169,27 +258,143 @@ def measure_age(
     workdir: Path | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> AgeRun:
-    """Both arms, ``before`` only up to ``before_points`` (unbounded, it slows down as it grows)."""
+    """``before`` alone up to ``before_points`` (unbounded, it slows down as it grows), then the
+    default arm with every point measured beside a young table (:func:`age_side_by_side`)."""
+    t0 = time.perf_counter()
     run = AgeRun()
     if before_points:
         run.points += age("before", before_points, workdir=workdir, progress=progress)
-    run.points += age("after", points, workdir=workdir, progress=progress)
+    if points:
+        run.points += age_side_by_side(points, workdir=workdir, progress=progress)
+    run.elapsed_s = time.perf_counter() - t0
     return run
 
 
 def age_section(run: AgeRun) -> list[str]:
     """The table of docs/benchmarks.md's section."""
     lines = [
-        "| arm | commits | sync (median of last 50) | newest metadata file | metadata/ size "
-        "| metadata/ files |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        f"| arm | commits | sync (median of last {WINDOW}) | young table's sync beside it | aged / young "
+        "| newest metadata file | metadata/ size | metadata/ files | load average (1, 5, 15 min) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for p in run.points:
+        young = "" if p.young_sync_ms is None else f"{p.young_sync_ms:.1f} ms ({p.young_commits:,} commits)"
+        ratio = "" if p.ratio is None else f"{p.ratio:.2f}"
         lines.append(
-            f"| {p.arm} | {p.commits:,} | {p.sync_ms:.1f} ms | {p.newest_bytes / 1024:,.1f} KB | "
-            f"{p.dir_bytes / 1024 / 1024:,.2f} MB | {p.dir_files:,} |"
+            f"| {p.arm} | {p.commits:,} | {p.sync_ms:.1f} ms | {young} | {ratio} | "
+            f"{p.newest_bytes / 1024:,.1f} KB | {p.dir_bytes / 1024 / 1024:,.2f} MB | {p.dir_files:,} | "
+            f"{p.load} |"
         )
     return lines
+
+
+TARGET = 1.2  # every figure after the last point within this factor of the first point's
+TARGET_AT = 100_000
+
+
+def targets(run: AgeRun) -> list[tuple[str, str, str, bool | None]]:
+    """(what, measured, goal, met) of the last point against the first, per figure; met is None when
+    the run stopped short of ``TARGET_AT`` commits. The sync time's ratio is the side-by-side one
+    (the aged table's syncs over the young table's, interleaved), not one across the run's hours."""
+    points = run.after()
+    if len(points) < 2:
+        return []
+    first, last = points[0], points[-1]
+    at_size = last.commits >= TARGET_AT
+    goal = f"<= {TARGET}x the figure at {first.commits:,} commits, at {TARGET_AT:,} commits"
+    out = []
+    figures = [
+        ("sync time (aged over young, side by side)", last.ratio),
+        ("newest metadata file", last.newest_bytes / first.newest_bytes),
+        ("metadata/ size", last.dir_bytes / first.dir_bytes),
+        ("metadata/ file count", last.dir_files / first.dir_files),
+    ]
+    for what, ratio in figures:
+        if ratio is None:
+            continue
+        out.append(
+            (
+                f"Iceberg history after {last.commits:,} commits: {what}",
+                f"{ratio:.2f}x",
+                goal,
+                ratio <= TARGET if at_size else None,
+            )
+        )
+    return out
+
+
+def section(run: AgeRun, plot_name: str | None = None) -> list[str]:
+    """The ``bin/bench`` section: how it was measured, the table, the plot."""
+    lines = [
+        "## Iceberg history as a table ages",
+        "",
+        f"`bench/bench_age.py`: a {LIVE}-file table whose commits each add one file and remove the one "
+        "the commit before added (the data stays the same size, the history grows), built directly as "
+        "Delta log files (`tests/deltalog/logbuilder.py`, no Spark) with real compliant Parquet files "
+        "behind every AddFile, and the real sync (`write_iceberg_metadata`, the incremental path the "
+        "write path runs) after EVERY commit, in one process. A classic checkpoint every "
+        f"{CHECKPOINT_INTERVAL} commits, and the log cleaned up behind the checkpoint before it (what "
+        "Delta's metadata clean-up does once those files are older than `delta.logRetentionDuration`). "
+        "Commit times are the wall clock, so no time-based retention expires anything: the count "
+        "bounds (`icecompat.iceberg.history.max-snapshots` 100, `write.metadata.previous-versions-max` "
+        "100) are all that bound the history. Sync time is the median of the last "
+        f"{WINDOW} syncs before each point; at each point those {WINDOW} commits alternate with commits "
+        f"to a young table aged to {run.after()[0].commits if run.after() else '?':,} commits, so the "
+        "ratio compares the two under the same load.",
+        "",
+        *age_section(run),
+        "",
+        f"Run time of this section: {run.elapsed_s / 60:.1f} min.",
+        "",
+    ]
+    if plot_name:
+        lines += [f"![Iceberg history as a table ages]({plot_name})", ""]
+    return lines
+
+
+def plot(run: AgeRun, path: Path) -> None:
+    """Three panels against commits (log scale): sync time (aged and young beside it), the newest
+    metadata file, and ``metadata/`` (size and file count)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = run.after()
+    xs = [p.commits for p in points]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    ax = axes[0]
+    ax.plot(xs, [p.sync_ms for p in points], marker="o", label="aged table")
+    side = [p for p in points if p.young_sync_ms is not None]
+    ax.plot(
+        [p.commits for p in side],
+        [p.young_sync_ms or 0.0 for p in side],
+        marker="s",
+        label="young table, beside it",
+    )
+    ax.set_ylabel(f"sync, ms (median of {WINDOW})")
+    ax.set_title("Sync time")
+    ax.legend(fontsize=8)
+    ax = axes[1]
+    ax.plot(xs, [p.newest_bytes / 1024 for p in points], marker="o", color="tab:green")
+    ax.set_ylabel("KB")
+    ax.set_title("Newest vN.metadata.json")
+    ax = axes[2]
+    ax.plot(xs, [p.dir_bytes / 1024 / 1024 for p in points], marker="o", color="tab:purple", label="MB")
+    ax.set_ylabel("metadata/ MB")
+    twin = ax.twinx()
+    twin.plot(xs, [p.dir_files for p in points], marker="^", color="tab:orange", label="files")
+    twin.set_ylabel("metadata/ files")
+    ax.set_title("metadata/ size (MB) and files")
+    for a in axes:
+        a.set_xscale("log")
+        a.set_xlabel("commits")
+        a.set_ylim(bottom=0)
+    twin.set_ylim(bottom=0)
+    fig.suptitle("Iceberg sync as a table ages (bounded history, defaults)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -203,6 +408,7 @@ def main(argv: list[str] | None = None) -> None:
     before = [int(x) for x in args.before_commits.split(",") if x]
     run = measure_age(points, before, progress=lambda m: print(m, file=sys.stderr, flush=True))
     print("\n".join(age_section(run)))
+    print(f"\n{run.elapsed_s / 60:.1f} min")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ if __package__ in (None, ""):  # run as a script: make ``bench`` and the project
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import (
+    bench_age,
     bench_checker,
     bench_deletion_vectors,
     bench_guard,
@@ -72,6 +73,7 @@ class Config:
     dv_files: int = 10_000
     dv_runs: int = 1
     warmups: bool = True  # every section's untimed warm-up rounds or runs
+    age_commits: tuple[int, ...] = (1_000, 10_000)  # bench_age's measuring points (--age-commits)
 
 
 # Full: 10,000,000-row writes dominate (see docs/benchmarks.md for the run time they add up to).
@@ -111,6 +113,7 @@ QUICK = Config(
     guard_small_runs=1,
     storage_files=100,
     dv_files=200,
+    age_commits=(200, 400),
 )
 # The harness's own test: the quick run's write and planning cells (the test asserts them), the other
 # sections' tables smaller, and no warm-up anywhere (a warm-up makes numbers comparable; a smoke run's
@@ -123,6 +126,7 @@ SMOKE = replace(
     guard_rows=[1, 10_000],
     storage_files=10,
     dv_files=100,  # bench_checker.build's log needs at least 30 live files
+    age_commits=(100, 200),
     warmups=False,
 )
 
@@ -176,6 +180,7 @@ def run(
     runs: int | None = None,
     progress: bool = True,
     smoke: bool = False,
+    age_commits: tuple[int, ...] | None = None,
 ) -> report.Results:
     """Run every section and write ``benchmarks.md`` and ``benchmarks.png`` into ``out``.
 
@@ -183,10 +188,13 @@ def run(
     is created and stopped at the end. ``runs`` overrides every section's run count. ``smoke``: the
     ``SMOKE`` sizes instead of ``QUICK``'s or ``FULL``'s, for the harness's own test: every section
     and cell runs, with the quick run's write and planning cells, smaller tables in the other sections
-    and no warm-up round or run anywhere, so every timed run may be cold; the document says so. The
-    ``Results`` record what ran (sizes in the rows, every progress message in ``progress``).
+    and no warm-up round or run anywhere, so every timed run may be cold; the document says so.
+    ``age_commits`` overrides the age section's measuring points (``--age-commits 1000,10000,100000``).
+    The ``Results`` record what ran (sizes in the rows, every progress message in ``progress``).
     """
     cfg = SMOKE if smoke else QUICK if quick else FULL
+    if age_commits is not None:
+        cfg = replace(cfg, age_commits=tuple(age_commits))
     warm = cfg.warmups
     if runs is not None:
         cfg = Config(
@@ -229,6 +237,7 @@ def run(
         guard = bench_guard.measure(
             spark, cfg.guard_rows, cfg.guard_runs, small_runs=cfg.guard_small_runs, progress=say, warmup=warm
         )
+        age = bench_age.measure_age(list(cfg.age_commits), [], progress=say)
         results = report.Results(
             quick=quick,
             smoke=smoke,
@@ -249,6 +258,7 @@ def run(
             storage=stored,
             guard=guard,
             guard_runs=cfg.guard_runs,
+            age=age,
         )
         fixed_rows = min(cfg.write_rows)
         for t in report.targets(results):
@@ -269,7 +279,8 @@ def run(
     out.mkdir(parents=True, exist_ok=True)
     (out / "benchmarks.md").write_text(report.markdown(results), encoding="utf-8")
     report.plot(results, out / "benchmarks.png")
-    say(f"wrote {out / 'benchmarks.md'} and {out / 'benchmarks.png'}")
+    bench_age.plot(age, out / report.AGE_PLOT)
+    say(f"wrote {out / 'benchmarks.md'}, {out / 'benchmarks.png'} and {out / report.AGE_PLOT}")
     return results
 
 
@@ -280,8 +291,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="tiny sizes, two runs (about two minutes)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write (default: docs/)")
     parser.add_argument("--runs", type=int, default=None, help="timed runs per section (overrides)")
+    parser.add_argument(
+        "--age-commits",
+        default=None,
+        help="the age section's measuring points, e.g. 1000,10000,100000 (default 1000,10000)",
+    )
     args = parser.parse_args(argv)
-    results = run(quick=args.quick, out=args.out, runs=args.runs)
+    points = None if args.age_commits is None else tuple(int(x) for x in args.age_commits.split(",") if x)
+    results = run(quick=args.quick, out=args.out, runs=args.runs, age_commits=points)
     for t in report.targets(results):
         print(f"{report._verdict(t):>8}  {t.what}: {t.measured} (goal {t.target})")
     print(f"{args.out / 'benchmarks.md'}, {args.out / 'benchmarks.png'} ({results.elapsed_s / 60:.1f} min)")
