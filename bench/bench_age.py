@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -49,6 +50,7 @@ from .bench_checker import _add, _template_path, _write_templates, compliant_sta
 LIVE = 100
 CHECKPOINT_INTERVAL = 100
 WINDOW = 50  # syncs whose median is reported at each measuring point
+FORWARD = 500  # real steps of a fast-forwarded table before its measuring point
 
 UNBOUNDED = {
     PROP_MAX_SNAPSHOTS: "0",
@@ -78,6 +80,7 @@ class AgePoint:
     young_sync_ms: float | None = None
     young_commits: int = 0
     load: str = ""
+    forwarded_from: int = 0  # the version the table was fast-forwarded to (0: every commit synced)
 
     @property
     def ratio(self) -> float | None:
@@ -128,9 +131,19 @@ def _load() -> str:
 
 
 class AgingTable:
-    """One synthetic table that ages by one commit and one real sync per :meth:`step`."""
+    """One synthetic table that ages by one commit and one real sync per :meth:`step`.
 
-    def __init__(self, root: Path, arm: str) -> None:
+    ``start`` (a multiple of ``CHECKPOINT_INTERVAL``) fast-forwards the table: its log is written
+    directly as the log of the real history looks at version ``start`` after Delta's clean-up (the
+    checkpoint at ``start`` holding the live files, the commit of version ``start``), and its
+    Iceberg metadata is a first conversion there. Every later commit is a real step. Once
+    ``FORWARD`` steps have run, everything the bounds keep (100 snapshots, 100 previous metadata
+    files, their manifest lists, the live manifests) was written by per-commit syncs, as in the
+    table that lived through the whole history; see :func:`age_side_by_side` for what still differs.
+    """
+
+    def __init__(self, root: Path, arm: str, start: int = 0) -> None:
+        assert start % CHECKPOINT_INTERVAL == 0, start
         self.root, self.arm = root, arm
         protocol, metadata = compliant_state()
         metadata["configuration"] = {**metadata["configuration"], **ARMS[arm]}
@@ -139,11 +152,21 @@ class AgingTable:
         self.live = {i: _add(i, 0, self.size) for i in range(LIVE)}
         for i in self.live:
             os.link(root / _template_path(i), root / data_path(i))
-        _commit(root, 0, [*self.state, *self.live.values()])
+        if start == 0:
+            _commit(root, 0, [*self.state, *self.live.values()])
+            self.previous: int | None = None
+        else:  # the file commit ``start`` added (the one before it removed), as in the real history
+            added = LIVE + start - 1
+            self.live[added] = _add(added, start, self.size)
+            os.link(root / _template_path(added), root / data_path(added))
+            removed = {"remove": {"path": data_path(added - 1), "deletionTimestamp": int(time.time() * 1000)}}
+            removed["remove"]["dataChange"] = True
+            _commit(root, start, [removed, self.live[added]])
+            _checkpoint(root, start, self.state, self.live)
+            self.previous = added
         write_iceberg_metadata(root)
-        self.version = 0
-        self.previous: int | None = None
-        self.nxt = LIVE
+        self.version = start
+        self.nxt = LIVE + start
         self.samples: list[float] = []
 
     def step(self) -> float:
@@ -201,7 +224,8 @@ def age(
 def _describe(p: AgePoint) -> str:
     side = "" if p.ratio is None else f" ({p.ratio:.2f}x the young table's {p.young_sync_ms:.1f} ms)"
     return (
-        f"age {p.arm}: {p.commits:,} commits: sync {p.sync_ms:.1f} ms{side}, newest {p.newest_bytes:,} B, "
+        f"age {p.arm}: {p.commits:,} commits (from {p.forwarded_from:,}): sync {p.sync_ms:.1f} ms{side}, "
+        f"newest {p.newest_bytes:,} B, "
         f"metadata/ {p.dir_bytes:,} B in {p.dir_files:,} files, load {p.load}"
     )
 
@@ -209,32 +233,41 @@ def _describe(p: AgePoint) -> str:
 def age_side_by_side(
     points: list[int],
     *,
+    forward: int = FORWARD,
     workdir: Path | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> list[AgePoint]:
-    """The default arm, with the sync time of every later point measured beside a young table.
+    """The default arm at every point, each measured beside a young table.
 
-    A young table is aged to the first point and measured there; a second table ages to every point.
-    The last ``WINDOW`` commits before each point alternate between the two tables (the order
-    swapping every round), and the point records both medians: the aged table's sync time over the
-    young one's, with the same load on the machine in both, is what the table's age adds.
+    A young table lives through the first point's whole history (a real sync after every commit)
+    and is measured there. Every point then gets an aged table of its own, fast-forwarded
+    (:class:`AgingTable`) to ``forward`` commits before the point (rounded down to a checkpoint;
+    not at all when the point is that young) and aged from there by real steps. The last ``WINDOW``
+    commits before the point alternate between the aged and the young table (the order swapping
+    every round), and the point records both medians: the aged table's sync time over the young
+    one's, with the same load on the machine in both, is what the table's age adds.
+
+    What a fast-forwarded table cannot have of the real history: its metadata files are numbered
+    from its first conversion (``v<steps + 1>``, not ``v<commits + 1>``), so the metadata log's
+    file names are shorter; its oldest manifest (the 100 files that never change) carries the
+    sequence number of the first conversion. The first point measures both kinds side by side.
     """
     say = progress or (lambda _msg: None)
     points = sorted(points)
     out: list[AgePoint] = []
     with tempfile.TemporaryDirectory(prefix="bench_age_", dir=workdir) as tmp:
+        # Iceberg metadata names files by absolute path: the two roots have names of one length
         young = AgingTable(Path(tmp) / "young", "after")
         while young.version < points[0]:
             young.step()
         first = young.point()
         out.append(first)
         say(_describe(first))
-        aged = AgingTable(Path(tmp) / "aged", "after")
         for point in points:
+            start = max(0, point - forward) // CHECKPOINT_INTERVAL * CHECKPOINT_INTERVAL
+            aged = AgingTable(Path(tmp) / "aged_", "after", start)
             while aged.version < point - WINDOW:
                 aged.step()
-                if aged.version % 1000 == 0:
-                    say(f"age: {aged.version:,} commits (load {_load()})")
             young_samples: list[float] = []
             for n in range(point - aged.version):
                 if n % 2:
@@ -246,8 +279,10 @@ def age_side_by_side(
             p = aged.point()
             p.young_sync_ms = statistics.median(young_samples) * 1000
             p.young_commits = young.version
+            p.forwarded_from = start
             out.append(p)
             say(_describe(p))
+            shutil.rmtree(aged.root)
     return out
 
 
@@ -255,6 +290,7 @@ def measure_age(
     points: list[int],
     before_points: list[int],
     *,
+    forward: int = FORWARD,
     workdir: Path | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> AgeRun:
@@ -265,7 +301,7 @@ def measure_age(
     if before_points:
         run.points += age("before", before_points, workdir=workdir, progress=progress)
     if points:
-        run.points += age_side_by_side(points, workdir=workdir, progress=progress)
+        run.points += age_side_by_side(points, forward=forward, workdir=workdir, progress=progress)
     run.elapsed_s = time.perf_counter() - t0
     return run
 
@@ -273,15 +309,17 @@ def measure_age(
 def age_section(run: AgeRun) -> list[str]:
     """The table of docs/benchmarks.md's section."""
     lines = [
-        f"| arm | commits | sync (median of last {WINDOW}) | young table's sync beside it | aged / young "
-        "| newest metadata file | metadata/ size | metadata/ files | load average (1, 5, 15 min) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        f"| arm | commits | history | sync (median of last {WINDOW}) | young table's sync beside it "
+        "| aged / young | newest metadata file | metadata/ size | metadata/ files "
+        "| load average (1, 5, 15 min) |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for p in run.points:
         young = "" if p.young_sync_ms is None else f"{p.young_sync_ms:.1f} ms ({p.young_commits:,} commits)"
         ratio = "" if p.ratio is None else f"{p.ratio:.2f}"
+        history = f"fast-forwarded to {p.forwarded_from:,}" if p.forwarded_from else "every commit synced"
         lines.append(
-            f"| {p.arm} | {p.commits:,} | {p.sync_ms:.1f} ms | {young} | {ratio} | "
+            f"| {p.arm} | {p.commits:,} | {history} | {p.sync_ms:.1f} ms | {young} | {ratio} | "
             f"{p.newest_bytes / 1024:,.1f} KB | {p.dir_bytes / 1024 / 1024:,.2f} MB | {p.dir_files:,} | "
             f"{p.load} |"
         )
@@ -332,15 +370,24 @@ def section(run: AgeRun, plot_name: str | None = None) -> list[str]:
         "the commit before added (the data stays the same size, the history grows), built directly as "
         "Delta log files (`tests/deltalog/logbuilder.py`, no Spark) with real compliant Parquet files "
         "behind every AddFile, and the real sync (`write_iceberg_metadata`, the incremental path the "
-        "write path runs) after EVERY commit, in one process. A classic checkpoint every "
+        "write path runs) after every commit, in one process. A classic checkpoint every "
         f"{CHECKPOINT_INTERVAL} commits, and the log cleaned up behind the checkpoint before it (what "
         "Delta's metadata clean-up does once those files are older than `delta.logRetentionDuration`). "
         "Commit times are the wall clock, so no time-based retention expires anything: the count "
         "bounds (`icecompat.iceberg.history.max-snapshots` 100, `write.metadata.previous-versions-max` "
-        "100) are all that bound the history. Sync time is the median of the last "
-        f"{WINDOW} syncs before each point; at each point those {WINDOW} commits alternate with commits "
-        f"to a young table aged to {run.after()[0].commits if run.after() else '?':,} commits, so the "
-        "ratio compares the two under the same load.",
+        "100) are all that bound the history.",
+        "",
+        f"A young table lives through its whole history. Each later point gets a table fast-forwarded "
+        f"to {FORWARD} commits before it: its log written as the real log looks there after clean-up "
+        "(the checkpoint holding the live files, the last commit), a first conversion there, then "
+        f"{FORWARD} real commits each followed by its sync, more than the bounds keep (after about 200 "
+        "syncs every snapshot, manifest list and metadata file in `metadata/` was written by a "
+        "per-commit sync). What it lacks of the real history: its metadata files are numbered from its "
+        "first conversion, so the metadata log's file names are shorter (a few bytes each), and the "
+        "manifest of the 100 unchanging files carries the first conversion's sequence number. The "
+        "first point is measured both ways. Sync time is the median of the last "
+        f"{WINDOW} syncs before each point; those {WINDOW} commits alternate with commits to the young "
+        "table, so the ratio compares the two under the same load.",
         "",
         *age_section(run),
         "",
