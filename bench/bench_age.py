@@ -8,13 +8,20 @@ Commit times are the wall clock, so every commit is younger than Delta's retenti
 count bounds expire anything. The Delta log is kept as Delta keeps it: a checkpoint every 100
 commits and the commits before the previous checkpoint cleaned up.
 
-Two arms, side by side in one run: ``before`` sets table properties that switch every bound off
-(no count bound, retentions of a century, ``previous-versions-max`` of a billion, no deletes: the
-metadata the sync wrote before bounded history), ``after`` keeps the defaults. At each measuring
-point: the median of the last 50 syncs, the newest ``v<N>.metadata.json``, and the size and file count
-of ``metadata/``.
+Two arms: ``before`` sets table properties that switch every bound off (no count bound, retentions
+of a century, ``previous-versions-max`` of a billion, no deletes: the metadata the sync wrote before
+bounded history), ``after`` keeps the defaults. At each measuring point: the median of the last 50
+syncs, the newest ``v<N>.metadata.json``, and the size and file count of ``metadata/``.
 
-Run alone with ``.venv/bin/python -m bench.bench_age [--commits 1000,10000] [--before-commits 1000]``;
+``after`` is measured at every point beside a young table (:func:`age_side_by_side`): a table that
+lived through the first point's whole history, whose syncs alternate with the aged table's before
+each point, so the sync time's ratio is taken under one load. A point far out (100,000 commits at
+about 15 ms a sync is half an hour of an idle machine) is reached by fast-forwarding
+(:class:`AgingTable`): the log written as it looks 500 commits before the point, a first conversion
+there, then 500 real commits and syncs, more than the bounds keep.
+
+Run alone with ``.venv/bin/python -m bench.bench_age [--commits 1000,10000] [--before-commits 1000]
+[--plot PNG]``;
 ``bin/bench`` runs the default arm as its age section (``--age-commits 1000,10000,100000`` for the
 largest point).
 """
@@ -450,12 +457,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--before-commits", default="1000", help="measuring points of the before arm ('' none)"
     )
+    parser.add_argument("--plot", type=Path, default=None, help="also draw the plot into this PNG file")
     args = parser.parse_args(argv)
     points = [int(x) for x in args.commits.split(",") if x]
     before = [int(x) for x in args.before_commits.split(",") if x]
     run = measure_age(points, before, progress=lambda m: print(m, file=sys.stderr, flush=True))
     print("\n".join(age_section(run)))
     print(f"\n{run.elapsed_s / 60:.1f} min")
+    if args.plot is not None:
+        plot(run, args.plot)
 
 
 if __name__ == "__main__":
