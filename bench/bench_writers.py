@@ -21,8 +21,10 @@ the same tables (the first ``n`` of them). Every table starts as ``bench_checker
 ``--files`` live AddFiles in a classic checkpoint plus three commits, a compliant v3 log; the synced
 tables get a real Parquet file behind every AddFile (hard links of one template per subdirectory) for
 their first Iceberg conversion, the only step that reads old files (a small commit's check and sync
-read the new file's footer and the new commits only); the guard-off tables need none. After every
-window the synced tables are checked: no sync failed and Iceberg holds every Delta version.
+read the new file's footer and the new commits only); the guard-off tables need none. Every table
+also gets the checksum file delta-spark writes beside its own commits (see :func:`prepare`) and the
+same ``delta.checkpointInterval`` (``CHECKPOINT_INTERVAL``). After every window the synced tables are
+checked: no sync failed and Iceberg holds every Delta version.
 """
 
 from __future__ import annotations
@@ -56,6 +58,10 @@ ARMS = (GUARD_OFF, COMMIT, ASYNC)
 ENABLED_KEY = "spark.icecompat.guard.enabled"
 SYNC_KEY = "spark.icecompat.iceberg.sync"
 TARGET = 0.9  # guarded and synced commits per minute over guard off
+# Delta's checkpoint every 10 commits rewrites every live file's state: with 8 tables of 5,000 files
+# on 2 loaded cores one took 4 minutes, so windows of a minute would time Delta's checkpoint writer,
+# not the commit path. Both arms' tables get the same, longer interval.
+CHECKPOINT_INTERVAL = 1000
 
 
 @dataclass
@@ -82,6 +88,7 @@ class WritersRun:
     seconds: float
     windows: list[Window] = field(default_factory=list)
     sync_processes: str = ""
+    checkpoint_interval: int | None = None
 
     def rate(self, arm: str, streams: int) -> float:
         """Commits per minute over every window of the arm (total commits over total time)."""
@@ -111,7 +118,7 @@ def _converted(root: Path) -> int:
     return int(json.loads(files[-1].read_text())["properties"]["icecompat.delta-version"])
 
 
-def prepare(root: Path, files: int, *, synced: bool) -> None:
+def prepare(root: Path, files: int, *, synced: bool, checkpoint_interval: int | None = None) -> None:
     """``bench_checker.build``'s log of ``files`` live files plus one commit, with the checksum file
     delta-spark writes beside every commit of its own tables.
 
@@ -123,6 +130,7 @@ def prepare(root: Path, files: int, *, synced: bool) -> None:
     mark without rebuilding the state of all its files (see "The per-commit cost of a v3 table" in
     docs/benchmarks.md); a log without it makes every small commit replay the checkpoint. A synced
     table then gets its first conversion here, in this process, as ``icecompat iceberg`` makes it.
+    ``checkpoint_interval`` sets ``delta.checkpointInterval`` (None: Delta's default, 10).
     """
     build(root, files, with_data=synced)
     protocol, metadata = compliant_state()
@@ -133,6 +141,8 @@ def prepare(root: Path, files: int, *, synced: bool) -> None:
     }
     if synced:
         conf["delta.universalFormat.enabledFormats"] = "iceberg"
+    if checkpoint_interval is not None:
+        conf["delta.checkpointInterval"] = str(checkpoint_interval)
     metadata["configuration"] = conf
     live = read_snapshot(root).add_files
     high = max((a.base_row_id or 0) + (a.num_records or 0) for a in live) - 1
@@ -219,6 +229,7 @@ def measure(
     seconds: float,
     rounds: int,
     *,
+    checkpoint_interval: int | None = CHECKPOINT_INTERVAL,
     workdir: Path | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> WritersRun:
@@ -226,7 +237,7 @@ def measure(
     from icecompat_writer.jvm.bridge import guard_iceberg_syncs
 
     say = progress or (lambda _msg: None)
-    run = WritersRun(files, seconds)
+    run = WritersRun(files, seconds, checkpoint_interval=checkpoint_interval)
     run.sync_processes = spark.conf.get("spark.icecompat.iceberg.syncProcesses", "2 (default)")
     most = max(streams)
     with tempfile.TemporaryDirectory(prefix="bench_writers_", dir=workdir) as tmp:
@@ -235,9 +246,9 @@ def measure(
         synced = [base / f"synced{i}" for i in range(most)]
         say(f"writers: building {most} + {most} tables of {files:,} files")
         for root in off:
-            prepare(root, files, synced=False)
+            prepare(root, files, synced=False, checkpoint_interval=checkpoint_interval)
         for i, root in enumerate(synced):
-            prepare(root, files, synced=True)
+            prepare(root, files, synced=True, checkpoint_interval=checkpoint_interval)
             say(f"writers: synced table {i + 1}/{most} converted")
         guard_iceberg_syncs(spark, drain=True)
         for arm in ARMS:  # untimed: every table's first commit of the session in every arm
@@ -288,7 +299,8 @@ def section(run: WritersRun) -> list[str]:
         f"own IcebergCompatV3 tables, `{ENABLED_KEY}=false`), and the guard on with tables asking for "
         f"Iceberg, `{SYNC_KEY}=commit` and `=async`. Every table starts with {run.files:,} live files "
         "(`bench_checker.build`'s log; Parquet files behind them for the synced tables' first "
-        f"conversion). Sync processes: {run.sync_processes}. Rate: commits that landed over the "
+        f"conversion), `delta.checkpointInterval` {run.checkpoint_interval or 'Delta default'} on both "
+        f"arms' tables. Sync processes: {run.sync_processes}. Rate: commits that landed over the "
         "window's wall time (until the last stream's commit returned); async's queue drain after the "
         "window is shown, not counted.",
         "",
@@ -327,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=10_000, help="live files of every table")
     parser.add_argument("--seconds", type=float, default=60.0, help="window per arm")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--checkpoint-interval", type=int, default=CHECKPOINT_INTERVAL, help="0: Delta's default"
+    )
     args = parser.parse_args(argv)
     import icecompat_writer
 
@@ -338,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
             args.files,
             args.seconds,
             args.rounds,
+            checkpoint_interval=args.checkpoint_interval or None,
             progress=lambda m: print(f"[{time.strftime('%H:%M:%S')}] {m}", file=sys.stderr, flush=True),
         )
     finally:
