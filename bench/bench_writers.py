@@ -230,10 +230,12 @@ def measure(
     rounds: int,
     *,
     checkpoint_interval: int | None = CHECKPOINT_INTERVAL,
+    warmup: bool = True,
     workdir: Path | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> WritersRun:
-    """Build ``max(streams)`` tables per kind, then ``rounds`` rounds of the three arms per stream count."""
+    """Build ``max(streams)`` tables per kind, then (after an untimed round of one commit per table
+    and arm, unless ``warmup`` is false) ``rounds`` rounds of the three arms per stream count."""
     from icecompat_writer.jvm.bridge import guard_iceberg_syncs
 
     say = progress or (lambda _msg: None)
@@ -251,9 +253,10 @@ def measure(
             prepare(root, files, synced=True, checkpoint_interval=checkpoint_interval)
             say(f"writers: synced table {i + 1}/{most} converted")
         guard_iceberg_syncs(spark, drain=True)
-        for arm in ARMS:  # untimed: every table's first commit of the session in every arm
+        for arm in ARMS if warmup else ():  # untimed: every table's first commit of the session
             window(spark, arm, off if arm == GUARD_OFF else synced, 0.0)
-        say(f"writers: warm-up round done (load {_load()})")
+        if warmup:
+            say(f"writers: warm-up round done (load {_load()})")
         for n in streams:
             for r in range(rounds):
                 for arm in ARMS:

@@ -14,7 +14,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
-from . import bench_age, bench_deletion_vectors, bench_guard
+from . import bench_age, bench_deletion_vectors, bench_guard, bench_writers
 from .bench_checker import CheckerRow
 from .bench_iceberg import IcebergRow, SyncRow, sync_section, sync_targets
 from .bench_planning import PlanningRow
@@ -76,6 +76,7 @@ class Results:
     smoke: bool = False  # the harness's own test: no warm-ups, smaller tables (bench.run.SMOKE)
     progress: list[str] = field(default_factory=list)  # every progress message of the run, in order
     age: bench_age.AgeRun | None = None
+    writers: bench_writers.WritersRun | None = None
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,8 @@ def targets(r: Results) -> list[Target]:
     for what, measured, goal, met in bench_age.targets(r.age) if r.age is not None else []:
         note = "" if met is not None else "below the target's size: bin/bench --age-commits 1000,100000"
         out.append(Target(what, measured, goal, met, note))
+    for what, measured, goal, met in bench_writers.targets(r.writers) if r.writers is not None else []:
+        out.append(Target(what, measured, goal, met))
     for row in r.iceberg_sync:
         for what, measured, goal, met in sync_targets(row):
             note = "" if met is not None else "quick run: measured below the target's size, indicative only"
@@ -529,6 +532,8 @@ def markdown(r: Results) -> str:
         lines += storage_section(r.storage)
     if r.guard:
         lines += bench_guard.section(r.guard, r.guard_runs)
+    if r.writers is not None:
+        lines += bench_writers.section(r.writers)
     lines += _misses_section(r, rows)
     return "\n".join(lines).rstrip() + "\n"
 
