@@ -14,7 +14,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
-from . import bench_deletion_vectors, bench_footers, bench_guard
+from . import bench_age, bench_deletion_vectors, bench_footers, bench_guard, bench_writers
 from .bench_checker import CheckerRow
 from .bench_iceberg import IcebergRow, SyncRow, sync_section, sync_targets
 from .bench_planning import PlanningRow
@@ -34,6 +34,7 @@ CHECKER_TARGET = 0.20
 CHECKER_AT = 100_000
 STORAGE_TARGET = 3.0  # check on S3 over check on local disk
 STORAGE_AT = 2_000
+AGE_PLOT = "benchmarks-age.png"  # bench_age's plot, beside benchmarks.png
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ class Results:
     dv_runs: int = 0
     smoke: bool = False  # the harness's own test: no warm-ups, smaller tables (bench.run.SMOKE)
     progress: list[str] = field(default_factory=list)  # every progress message of the run, in order
+    age: bench_age.AgeRun | None = None
+    writers: bench_writers.WritersRun | None = None
 
 
 @dataclass(frozen=True)
@@ -232,6 +235,11 @@ def targets(r: Results) -> list[Target]:
         for what, measured, goal, met in bench_guard.targets(r.guard):
             note = "" if met is not None else "quick run: measured below the target's size, indicative only"
             out.append(Target(what, measured, goal, met, note))
+    for what, measured, goal, met in bench_age.targets(r.age) if r.age is not None else []:
+        note = "" if met is not None else "below the target's size: bin/bench --age-commits 1000,100000"
+        out.append(Target(what, measured, goal, met, note))
+    for what, measured, goal, met in bench_writers.targets(r.writers) if r.writers is not None else []:
+        out.append(Target(what, measured, goal, met))
     for row in r.iceberg_sync:
         for what, measured, goal, met in sync_targets(row):
             note = "" if met is not None else "quick run: measured below the target's size, indicative only"
@@ -517,6 +525,8 @@ def markdown(r: Results) -> str:
     lines += _iceberg_section(r)
     if r.iceberg_sync:
         lines += sync_section(r.iceberg_sync)
+    if r.age is not None:
+        lines += bench_age.section(r.age, AGE_PLOT)
     if r.deletion_vectors is not None:
         lines += bench_deletion_vectors.section(r.deletion_vectors, r.dv_runs)
     if r.storage is not None:
@@ -525,6 +535,8 @@ def markdown(r: Results) -> str:
         lines += bench_footers.section(r.footers_executors)
     if r.guard:
         lines += bench_guard.section(r.guard, r.guard_runs)
+    if r.writers is not None:
+        lines += bench_writers.section(r.writers)
     lines += _misses_section(r, rows)
     return "\n".join(lines).rstrip() + "\n"
 

@@ -30,7 +30,9 @@ SECTIONS = (
     "## Iceberg metadata emission",
     "## Iceberg deletion vectors",
     "## Iceberg sync and first conversion vs pyiceberg",
+    "## Iceberg history as a table ages",
     "## The session guard: SQL INSERT, guarded vs guard off",
+    "## Many writers in one driver",
     "## Where a target is missed, and why",
 )
 
