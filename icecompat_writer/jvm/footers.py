@@ -32,7 +32,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from icecompat_writer.errors import SessionConfigError
-from icecompat_writer.evidence.live_files import (
+from icecompat_writer.evidence.file_reads import (
     CheckFinding,
     FileClaim,
     FileRead,
