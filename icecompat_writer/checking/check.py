@@ -116,7 +116,7 @@ def check_table(
     ``sample:N``; the AddFile claims of every file (numRecords, deletion vectors) are checked whatever
     it says, and the deletion vectors of the selected files are read and verified.
     ``progress(done, total)`` is called as footers are read. ``footer_reader`` reads them (default:
-    the one in force, :func:`~icecompat_writer.evidence.live_files.footer_reader`; a session's
+    the one in force, :func:`~icecompat_writer.evidence.file_reads.footer_reader`; a session's
     executors with :class:`~icecompat_writer.jvm.footers.ExecutorFooterReader`). Raises
     :class:`~icecompat_writer.errors.TableReadError` when there is no readable table at ``path``,
     :class:`~icecompat_writer.planning.UnknownProfileError` for an unknown profile and

@@ -201,7 +201,7 @@ def verify_full(
     remote = io.remote
     if remote or not reads_here(footer_reader(), len(snap.files), remote):
         # one listing of the table, then one ranged read per footer in a bounded pool (the checker's
-        # path); also where a session's executors read the footers (evidence.live_files.footers_read_by)
+        # path); also where a session's executors read the footers (evidence.file_reads.footers_read_by)
         facts = list(snapshot_facts(snap, files="all", every_file=True, footer_counts=True).facts)
         read = len(facts)
         real_root = io.resolved(snap.table_root)

@@ -1,10 +1,10 @@
 """Reading a table's Parquet footers on a Spark session's executors, where the data is.
 
 The checker, the Iceberg conversion and the upgrade read one footer per live data file. On a driver
-that is one pool of threads (:func:`~icecompat_writer.evidence.live_files.read_in_threads`); a table
+that is one pool of threads (:func:`~icecompat_writer.evidence.file_reads.read_in_threads`); a table
 of millions of files on S3 is better read by the cluster. :class:`ExecutorFooterReader` is the
-:class:`~icecompat_writer.evidence.live_files.FooterReader` that does so: the driver's
-:class:`~icecompat_writer.evidence.live_files.FooterJob` is cut into slices
+:class:`~icecompat_writer.evidence.file_reads.FooterReader` that does so: the driver's
+:class:`~icecompat_writer.evidence.file_reads.FooterJob` is cut into slices
 (``sparkContext.parallelize(files, n).mapPartitions(read_slice)``), each task reads its slice with the
 same function the driver uses (pyarrow, a pool of threads per task) and sends back only the facts:
 row count, writer, key-value metadata and the schema tree, each distinct tree and metadata map once
@@ -187,7 +187,7 @@ def unpack(slices: Iterable[_Slice]) -> Iterator[FileRead]:
 
 
 class ExecutorFooterReader:
-    """A :class:`~icecompat_writer.evidence.live_files.FooterReader` that sends big jobs to the
+    """A :class:`~icecompat_writer.evidence.file_reads.FooterReader` that sends big jobs to the
     executors of ``spark`` and reads the others in the driver's threads.
 
     ``mode`` and ``threshold`` are the settings' text (None: unset), checked when a job is read (so a
@@ -229,7 +229,7 @@ class ExecutorFooterReader:
         return True
 
     def reads_here(self, files: int, remote: bool) -> bool:
-        """The opposite of :meth:`on_executors` (what :func:`~icecompat_writer.evidence.live_files.reads_here`
+        """The opposite of :meth:`on_executors` (what :func:`~icecompat_writer.evidence.file_reads.reads_here`
         asks)."""
         return not self.on_executors(files, remote)
 
