@@ -33,6 +33,7 @@ from icecompat_writer.errors import CompatViolation, Violation
 from icecompat_writer.facts import DataFileFacts
 from icecompat_writer.planning import DEFAULT_PROFILE, PROFILES, Profile, judge
 from icecompat_writer.rules.detection import declared_profile
+from icecompat_writer.rules.model import Scope
 from icecompat_writer.schema import CM_MODE
 
 from .schema import ConvertedSchema, convert_schema, violation
@@ -42,6 +43,7 @@ __all__ = [
     "FORMAT_VERSION_PROPERTY",
     "RuleSet",
     "default_format_version",
+    "file_violations",
     "requested_format_version",
     "row_tracking_enabled",
     "rule_set_for",
@@ -201,6 +203,20 @@ def table_violations(
     out.extend(schema_violations)
     out.extend(_partition_violations(metadata, converted))
     return converted, out
+
+
+def file_violations(
+    protocol: Protocol, metadata: Metadata, files: Iterable[DataFileFacts]
+) -> list[Violation]:
+    """The violations of the catalog's file rules alone by ``files`` (a batch of a table's live files).
+
+    Every file rule judges each file on its own, so a table's files can be judged in batches whose
+    facts are dropped after each: :func:`table_violations` with all the files finds exactly the
+    violations of :func:`table_violations` without files plus those of every batch (the schema is
+    converted only when neither finds any).
+    """
+    rules = rule_set_for(metadata)
+    return judge(rules.profile, metadata, protocol, None, files, engine_limits=False, scopes=(Scope.FILE,))
 
 
 def _partition_violations(metadata: Metadata, converted: ConvertedSchema) -> list[Violation]:

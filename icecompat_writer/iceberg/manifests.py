@@ -167,8 +167,11 @@ def read_entries(
     partition_fields: PartitionFieldsOf,
     format_version: int,
     io: FileIO = DEFAULT_IO,
+    *,
+    keep: bool = True,
 ) -> list[Entry]:
-    """Entries of a manifest, inherited snapshot ids, sequence numbers and first row ids resolved."""
+    """Entries of a manifest, inherited snapshot ids, sequence numbers and first row ids resolved;
+    kept on ``m`` unless ``keep`` is False (a pass over every manifest of a large table)."""
     if m.entries is not None:
         return m.entries
     records, _ = read_avro(owned(root, local(m.uri, root), "manifest"), io)
@@ -199,7 +202,8 @@ def read_entries(
                 data_file=df,
             )
         )
-    m.entries = out
+    if keep:
+        m.entries = out
     return out
 
 
@@ -379,15 +383,16 @@ class LiveFiles:
     def loaded(self) -> bool:
         return self._data is not None
 
-    def entries(self, m: Manifest) -> list[Entry]:
-        return read_entries(self.root, m, self.partition_fields, self.fv, self.io)
+    def entries(self, m: Manifest, *, keep: bool = True) -> list[Entry]:
+        return read_entries(self.root, m, self.partition_fields, self.fv, self.io, keep=keep)
 
     def _load(self) -> tuple[dict[str, tuple[Manifest, int, int]], dict[str, tuple[Manifest, str, int]]]:
         if self._data is None or self._deletes is None:
             data: dict[str, tuple[Manifest, int, int]] = {}
             deletes: dict[str, tuple[Manifest, str, int]] = {}
             for m in self.manifests:
-                for e in self.entries(m):
+                # entries are not kept: the index is all a pass over every manifest leaves behind
+                for e in self.entries(m, keep=False):
                     if e.status == DELETED:
                         continue
                     df = e.data_file
@@ -450,6 +455,25 @@ class LiveFiles:
         if self._deletes is not None:
             return len(self._deletes), sum(n for _, _, n in self._deletes.values())
         return self._totals[3], self._totals[4]
+
+    def appended(
+        self, manifests: list[Manifest], added: tuple[int, int, int], delete_manifests: Iterable[Manifest]
+    ) -> LiveFiles:
+        """The live files after a snapshot that only adds: ``added`` (files, records, bytes) streamed
+        into data manifests whose entries are not kept, and ``delete_manifests`` (entries kept). The
+        result is not indexed (its totals are kept); an index, when a later snapshot needs one, is
+        read from the manifests."""
+        files, records, size = self.totals
+        delete_files, positions = self.delete_totals
+        for m in delete_manifests:
+            for e in m.entries or []:
+                delete_files += 1
+                positions += int(e.data_file["record_count"])
+        out = LiveFiles(self.root, self.fv, self.partition_fields, None, self._totals, self.io)
+        out.manifests = manifests
+        out._data = out._deletes = None
+        out._totals = (files + added[0], records + added[1], size + added[2], delete_files, positions)
+        return out
 
     def replaced(
         self,
