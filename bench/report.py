@@ -14,7 +14,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
-from . import bench_deletion_vectors, bench_guard
+from . import bench_deletion_vectors, bench_guard, bench_scale
 from .bench_checker import CheckerRow
 from .bench_iceberg import IcebergRow, SyncRow, sync_section, sync_targets
 from .bench_planning import PlanningRow
@@ -74,6 +74,8 @@ class Results:
     dv_runs: int = 0
     smoke: bool = False  # the harness's own test: no warm-ups, smaller tables (bench.run.SMOKE)
     progress: list[str] = field(default_factory=list)  # every progress message of the run, in order
+    scale: list[bench_scale.ScaleRow] = field(default_factory=list)
+    scale_sizes: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -522,6 +524,8 @@ def markdown(r: Results) -> str:
         lines += storage_section(r.storage)
     if r.guard:
         lines += bench_guard.section(r.guard, r.guard_runs)
+    if r.scale:
+        lines += bench_scale.section(r.scale, r.scale_sizes)
     lines += _misses_section(r, rows)
     return "\n".join(lines).rstrip() + "\n"
 

@@ -39,6 +39,7 @@ from bench import (
     bench_guard,
     bench_iceberg,
     bench_planning,
+    bench_scale,
     bench_storage,
     bench_write,
     report,
@@ -72,6 +73,8 @@ class Config:
     dv_files: int = 10_000
     dv_runs: int = 1
     warmups: bool = True  # every section's untimed warm-up rounds or runs
+    scale_sizes: tuple[int, ...] = (100_000,)  # bench_scale: 1,000,000 and more on its own command line
+    scale_ops: tuple[str, ...] = tuple(bench_scale.OPS)
 
 
 # Full: 10,000,000-row writes dominate (see docs/benchmarks.md for the run time they add up to).
@@ -111,6 +114,7 @@ QUICK = Config(
     guard_small_runs=1,
     storage_files=100,
     dv_files=200,
+    scale_sizes=(10_000,),
 )
 # The harness's own test: the quick run's write and planning cells (the test asserts them), the other
 # sections' tables smaller, and no warm-up anywhere (a warm-up makes numbers comparable; a smoke run's
@@ -124,6 +128,8 @@ SMOKE = replace(
     storage_files=10,
     dv_files=100,  # bench_checker.build's log needs at least 30 live files
     warmups=False,
+    scale_sizes=(100,),
+    scale_ops=tuple(op for op in bench_scale.OPS if op != "delta-spark"),  # no second JVM
 )
 
 
@@ -229,6 +235,8 @@ def run(
         guard = bench_guard.measure(
             spark, cfg.guard_rows, cfg.guard_runs, small_runs=cfg.guard_small_runs, progress=say, warmup=warm
         )
+        with tempfile.TemporaryDirectory(prefix="bounded-") as tmp:
+            scale = bench_scale.run(list(cfg.scale_sizes), list(cfg.scale_ops), Path(tmp), progress=say)
         results = report.Results(
             quick=quick,
             smoke=smoke,
@@ -249,6 +257,8 @@ def run(
             storage=stored,
             guard=guard,
             guard_runs=cfg.guard_runs,
+            scale=scale,
+            scale_sizes=list(cfg.scale_sizes),
         )
         fixed_rows = min(cfg.write_rows)
         for t in report.targets(results):
@@ -269,6 +279,7 @@ def run(
     out.mkdir(parents=True, exist_ok=True)
     (out / "benchmarks.md").write_text(report.markdown(results), encoding="utf-8")
     report.plot(results, out / "benchmarks.png")
+    bench_scale.plot(results.scale, out / "scale.png")
     say(f"wrote {out / 'benchmarks.md'} and {out / 'benchmarks.png'}")
     return results
 
