@@ -435,3 +435,22 @@ def read_avro(path: Location, io: FileIO = DEFAULT_IO) -> tuple[list[dict[str, A
     reader = fastavro.reader(BytesIO(io.new_input(path).read()))
     meta = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in reader.metadata.items()}
     return [dict(cast(Mapping[str, Any], r)) for r in reader], meta
+
+
+def read_manifest_index(path: Location, io: FileIO = DEFAULT_IO) -> list[dict[str, Any]]:
+    """The records of a manifest with only what a live-file index needs: ``status`` and, of
+    ``data_file``, ``content``, ``file_path``, ``record_count``, ``file_size_in_bytes``,
+    ``referenced_data_file`` and ``content_offset`` (a reader schema drops the rest, which fastavro
+    then skips instead of decoding: about twice as fast on manifests with column metrics)."""
+    data = io.new_input(path).read()
+    schema = json.loads(json.dumps(fastavro.reader(BytesIO(data)).writer_schema))  # a copy to narrow
+    schema["fields"] = [f for f in schema["fields"] if f["name"] in ("status", "data_file")]
+    for f in schema["fields"]:
+        if f["name"] == "data_file":
+            f["type"]["fields"] = [x for x in f["type"]["fields"] if x["name"] in _INDEX_FIELDS]
+    return [dict(cast(Mapping[str, Any], r)) for r in fastavro.reader(BytesIO(data), reader_schema=schema)]
+
+
+_INDEX_FIELDS = frozenset(
+    {"content", "file_path", "record_count", "file_size_in_bytes", "referenced_data_file", "content_offset"}
+)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, cast
@@ -29,6 +29,7 @@ from .avro import (
     PartitionField,
     avro_name,
     read_avro,
+    read_manifest_index,
     write_manifest,
     write_manifest_list,
 )
@@ -167,11 +168,8 @@ def read_entries(
     partition_fields: PartitionFieldsOf,
     format_version: int,
     io: FileIO = DEFAULT_IO,
-    *,
-    keep: bool = True,
 ) -> list[Entry]:
-    """Entries of a manifest, inherited snapshot ids, sequence numbers and first row ids resolved;
-    kept on ``m`` unless ``keep`` is False (a pass over every manifest of a large table)."""
+    """Entries of a manifest, inherited snapshot ids, sequence numbers and first row ids resolved."""
     if m.entries is not None:
         return m.entries
     records, _ = read_avro(owned(root, local(m.uri, root), "manifest"), io)
@@ -202,8 +200,7 @@ def read_entries(
                 data_file=df,
             )
         )
-    if keep:
-        m.entries = out
+    m.entries = out
     return out
 
 
@@ -383,29 +380,43 @@ class LiveFiles:
     def loaded(self) -> bool:
         return self._data is not None
 
-    def entries(self, m: Manifest, *, keep: bool = True) -> list[Entry]:
-        return read_entries(self.root, m, self.partition_fields, self.fv, self.io, keep=keep)
+    def entries(self, m: Manifest) -> list[Entry]:
+        return read_entries(self.root, m, self.partition_fields, self.fv, self.io)
 
     def _load(self) -> tuple[dict[str, tuple[Manifest, int, int]], dict[str, tuple[Manifest, str, int]]]:
         if self._data is None or self._deletes is None:
             data: dict[str, tuple[Manifest, int, int]] = {}
             deletes: dict[str, tuple[Manifest, str, int]] = {}
             for m in self.manifests:
-                # entries are not kept: the index is all a pass over every manifest leaves behind
-                for e in self.entries(m, keep=False):
-                    if e.status == DELETED:
+                # only the index's fields are read, and no entry is kept: the index is all a pass
+                # over every manifest of a large table leaves behind
+                for status, df in self._index_rows(m):
+                    if status == DELETED:
                         continue
-                    df = e.data_file
                     if m.content == DATA:
-                        data[e.path] = (m, int(df["record_count"]), int(df["file_size_in_bytes"]))
+                        data[str(df["file_path"])] = (
+                            m,
+                            int(df["record_count"]),
+                            int(df["file_size_in_bytes"]),
+                        )
                     else:
-                        deletes[e.key] = (
+                        deletes[delete_file_key(cast(DataFileRecord, df))] = (
                             m,
                             str(df.get("referenced_data_file") or ""),
                             int(df["record_count"]),
                         )
             self._data, self._deletes = data, deletes
         return self._data, self._deletes
+
+    def _index_rows(self, m: Manifest) -> Iterator[tuple[int, Mapping[str, Any]]]:
+        """(status, data_file) of each entry of ``m``: its entries when known, else the fields the
+        index needs read from the file (:func:`.avro.read_manifest_index`)."""
+        if m.entries is not None:
+            for e in m.entries:
+                yield e.status, e.data_file
+            return
+        for r in read_manifest_index(owned(self.root, local(m.uri, self.root), "manifest"), self.io):
+            yield int(r["status"]), r["data_file"]
 
     def index(self) -> tuple[dict[str, Manifest], dict[str, tuple[int, int]]]:
         """Live data file URI -> its manifest, and -> (record count, size in bytes)."""
