@@ -6,8 +6,9 @@ order: write overhead (``bench_write``), planning (``bench_planning``), checker 
 (``bench_checker``), Iceberg metadata emission, sync after a small commit and first conversion against
 pyiceberg's ``add_files`` (``bench_iceberg``), with deletion vectors (``bench_deletion_vectors``),
 ``check`` on a local S3 server
-against local disk (``bench_storage``), the session guard's cost on a SQL ``INSERT`` (``bench_guard``).
-Progress goes to stderr.
+against local disk (``bench_storage``), the session guard's cost on a SQL ``INSERT`` (``bench_guard``),
+whole-table operations' time and peak RSS, each in a fresh process (``bench_scale``, 100,000 files:
+about 5 minutes on two idle cores; ``scale.png`` beside the document). Progress goes to stderr.
 
 ``--quick`` uses tiny sizes and two runs (about two minutes): it shows that the harness works. The smoke
 test runs ``run(quick=True, smoke=True, runs=1)``: the quick run's write and planning cells, smaller
