@@ -14,7 +14,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
-from . import bench_age, bench_deletion_vectors, bench_footers, bench_guard, bench_writers
+from . import bench_age, bench_deletion_vectors, bench_footers, bench_guard, bench_scale, bench_writers
 from .bench_checker import CheckerRow
 from .bench_iceberg import IcebergRow, SyncRow, sync_section, sync_targets
 from .bench_planning import PlanningRow
@@ -78,6 +78,8 @@ class Results:
     progress: list[str] = field(default_factory=list)  # every progress message of the run, in order
     age: bench_age.AgeRun | None = None
     writers: bench_writers.WritersRun | None = None
+    scale: list[bench_scale.ScaleRow] = field(default_factory=list)
+    scale_sizes: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -537,6 +539,8 @@ def markdown(r: Results) -> str:
         lines += bench_guard.section(r.guard, r.guard_runs)
     if r.writers is not None:
         lines += bench_writers.section(r.writers)
+    if r.scale:
+        lines += bench_scale.section(r.scale, r.scale_sizes)
     lines += _misses_section(r, rows)
     return "\n".join(lines).rstrip() + "\n"
 

@@ -9,8 +9,9 @@ pyiceberg's ``add_files`` (``bench_iceberg``), with deletion vectors (``bench_de
 against local disk (``bench_storage``), the session guard's cost on a SQL ``INSERT`` (``bench_guard``),
 the Iceberg history as a table ages (``bench_age``: about 2,200 syncs of 15 ms on an idle machine at
 1,000/10,000 commits, 550 more per point of ``--age-commits``) and many writers in one driver
-(``bench_writers``: 8 and 16 streams, three arms, two rounds of 60 s windows, about 15 minutes).
-Progress goes to stderr.
+(``bench_writers``: 8 and 16 streams, three arms, two rounds of 60 s windows, about 15 minutes),
+whole-table operations' time and peak RSS, each in a fresh process (``bench_scale``, 100,000 files:
+about 5 minutes on two idle cores; ``scale.png`` beside the document). Progress goes to stderr.
 
 ``--quick`` uses tiny sizes and two runs (about two minutes): it shows that the harness works. The smoke
 test runs ``run(quick=True, smoke=True, runs=1)``: the quick run's write and planning cells, smaller
@@ -44,6 +45,7 @@ from bench import (
     bench_guard,
     bench_iceberg,
     bench_planning,
+    bench_scale,
     bench_storage,
     bench_write,
     bench_writers,
@@ -84,6 +86,8 @@ class Config:
     writers_files: int = 10_000  # live files of every table
     writers_seconds: float = 60.0  # window per arm
     writers_rounds: int = 2
+    scale_sizes: tuple[int, ...] = (100_000,)  # bench_scale: 1,000,000 and more on its own command line
+    scale_ops: tuple[str, ...] = tuple(bench_scale.OPS)
 
 
 # Full: 10,000,000-row writes dominate (see docs/benchmarks.md for the run time they add up to).
@@ -129,6 +133,7 @@ QUICK = Config(
     writers_files=1_000,
     writers_seconds=10.0,
     writers_rounds=1,
+    scale_sizes=(10_000,),
 )
 # The harness's own test: the quick run's write and planning cells (the test asserts them), the other
 # sections' tables smaller, and no warm-up anywhere (a warm-up makes numbers comparable; a smoke run's
@@ -146,6 +151,8 @@ SMOKE = replace(
     writers_files=100,
     writers_seconds=5.0,
     warmups=False,
+    scale_sizes=(100,),
+    scale_ops=tuple(op for op in bench_scale.OPS if op != "delta-spark"),  # no second JVM
 )
 
 
@@ -269,6 +276,8 @@ def run(
             warmup=warm,
             progress=say,
         )
+        with tempfile.TemporaryDirectory(prefix="bounded-") as tmp:
+            scale = bench_scale.run(list(cfg.scale_sizes), list(cfg.scale_ops), Path(tmp), progress=say)
         results = report.Results(
             quick=quick,
             smoke=smoke,
@@ -292,6 +301,8 @@ def run(
             guard_runs=cfg.guard_runs,
             age=age,
             writers=writers,
+            scale=scale,
+            scale_sizes=list(cfg.scale_sizes),
         )
         fixed_rows = min(cfg.write_rows)
         for t in report.targets(results):
@@ -313,7 +324,9 @@ def run(
     (out / "benchmarks.md").write_text(report.markdown(results), encoding="utf-8")
     report.plot(results, out / "benchmarks.png")
     bench_age.plot(age, out / report.AGE_PLOT)
-    say(f"wrote {out / 'benchmarks.md'}, {out / 'benchmarks.png'} and {out / report.AGE_PLOT}")
+    bench_scale.plot(results.scale, out / "scale.png")
+    plots = f"{out / 'benchmarks.png'}, {out / report.AGE_PLOT} and {out / 'scale.png'}"
+    say(f"wrote {out / 'benchmarks.md'}, {plots}")
     return results
 
 

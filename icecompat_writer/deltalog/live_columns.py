@@ -119,6 +119,17 @@ class LiveFiles(Sequence[AddFile]):
             return [everything[i] for i in indices]
         return self._build(indices)
 
+    def batches(self, size: int) -> Iterator[list[AddFile]]:
+        """Every live AddFile in order, ``size`` at a time, each batch built when it is reached and
+        not kept (a caller that drops a batch before taking the next holds ``size`` objects at most)."""
+        n = len(self)
+        for start in range(0, n, size):
+            stop = min(n, start + size)
+            if self._all is not None:
+                yield list(self._all[start:stop])
+            else:
+                yield self._build(range(start, stop))
+
     def missing_num_records(self) -> list[int]:
         """Indices of the files whose AddFile has no ``numRecords`` (no stats, or none in them)."""
         unknown = _indices(pc.is_null(self._num_records))

@@ -16,6 +16,7 @@ from typing import Any
 
 from icecompat_writer.deltalog import list_versions, read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
+from icecompat_writer.deltalog.live_columns import LiveFiles
 from icecompat_writer.deltalog.paths import DELTA_LOG_DIR, LogFileKind, commit_file_name, parse_log_file_name
 from icecompat_writer.deltalog.snapshot import read_commit_bytes
 from icecompat_writer.errors import TableReadError
@@ -56,12 +57,14 @@ class Commit:
 
 @dataclass
 class DeltaState:
-    """Protocol, metadata and live ``add`` objects (JSON shape, by path) at some version."""
+    """Protocol, metadata and live files at some version: kept as the snapshot reader's columns
+    (:class:`~icecompat_writer.deltalog.live_columns.LiveFiles`), from which a conversion builds
+    :class:`~icecompat_writer.deltalog.files.AddFile` objects a batch at a time."""
 
     version: int
     protocol: Protocol
     metadata: Metadata
-    adds: dict[str, dict[str, Any]] = field(default_factory=dict)
+    files: LiveFiles = field(default_factory=LiveFiles.empty)
 
 
 def commit_versions(root: Location, *, io: FileIO) -> list[int]:
@@ -142,5 +145,5 @@ def state_at(root: Location, version: int, *, io: FileIO) -> DeltaState:
         version=snap.version,
         protocol=snap.protocol,
         metadata=snap.metadata,
-        adds={a.path: a.to_json() for a in snap.add_files},
+        files=snap.files,
     )

@@ -429,9 +429,36 @@ def write_manifest_list(
     return _write(path, manifest_file_schema(format_version), records, meta, io)
 
 
-def read_avro(path: Location, *, io: FileIO) -> tuple[list[dict[str, Any]], dict[str, str]]:
+Record = dict[str, Any]
+"""One decoded Avro record (fastavro's values are untyped; readers narrow what they use)."""
+
+
+def _record(r: object) -> Record:
+    return dict(cast(Mapping[str, Any], r))
+
+
+def read_avro(path: Location, *, io: FileIO) -> tuple[list[Record], dict[str, str]]:
     """All records of an Avro file and its key/value metadata (logical types converted by fastavro);
     ``io``: the table's FileIO."""
     reader = fastavro.reader(BytesIO(io.new_input(path).read()))
     meta = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in reader.metadata.items()}
-    return [dict(cast(Mapping[str, Any], r)) for r in reader], meta
+    return [_record(r) for r in reader], meta
+
+
+def read_manifest_index(path: Location, *, io: FileIO) -> list[Record]:
+    """The records of a manifest with only what a live-file index needs: ``status`` and, of
+    ``data_file``, ``content``, ``file_path``, ``record_count``, ``file_size_in_bytes``,
+    ``referenced_data_file`` and ``content_offset`` (a reader schema drops the rest, which fastavro
+    then skips instead of decoding: about twice as fast on manifests with column metrics)."""
+    data = io.new_input(path).read()
+    schema = json.loads(json.dumps(fastavro.reader(BytesIO(data)).writer_schema))  # a copy to narrow
+    schema["fields"] = [f for f in schema["fields"] if f["name"] in ("status", "data_file")]
+    for f in schema["fields"]:
+        if f["name"] == "data_file":
+            f["type"]["fields"] = [x for x in f["type"]["fields"] if x["name"] in _INDEX_FIELDS]
+    return [_record(r) for r in fastavro.reader(BytesIO(data), reader_schema=schema)]
+
+
+_INDEX_FIELDS = frozenset(
+    {"content", "file_path", "record_count", "file_size_in_bytes", "referenced_data_file", "content_offset"}
+)

@@ -42,6 +42,7 @@ __all__ = [
     "FORMAT_VERSION_PROPERTY",
     "RuleSet",
     "default_format_version",
+    "file_violations",
     "requested_format_version",
     "row_tracking_enabled",
     "rule_set_for",
@@ -202,6 +203,21 @@ def table_violations(
     out.extend(schema_violations)
     out.extend(_partition_violations(metadata, converted))
     return converted, out
+
+
+def file_violations(
+    protocol: Protocol, metadata: Metadata, files: Iterable[DataFileFacts]
+) -> list[Violation]:
+    """The violations of the catalog's file rules alone by ``files`` (a batch of a table's live files).
+
+    Every file rule judges each file on its own, so a table's files can be judged in batches whose
+    facts are dropped after each: :func:`table_violations` with all the files finds exactly the
+    violations of :func:`table_violations` without files plus those of every batch (the schema is
+    converted only when neither finds any).
+    """
+    rules = rule_set_for(metadata)
+    batch = verdict.IcebergFiles(rules.profile, metadata, protocol, tuple(files))
+    return list(verdict.decide(batch).violations)
 
 
 def _partition_violations(metadata: Metadata, converted: ConvertedSchema) -> list[Violation]:

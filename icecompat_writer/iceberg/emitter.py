@@ -92,9 +92,6 @@ __all__ = [
 ]
 
 
-
-
-
 @dataclass(frozen=True)
 class IcebergResult:
     """What a run of :func:`write_iceberg_metadata` left behind.
@@ -176,7 +173,7 @@ def _first_conversion(root: Location, latest: int, format_version: int | None, i
     with Transaction(table, None) as tx:
         tx.set_delta_state(state.protocol, state.metadata, start)
         tx.make_directory()
-        tx.apply(_produce(table, first_commit, (), list(state.adds.values()), True, new_paths=True))
+        tx.apply(_produce_first(table, first_commit, state))
         commits = _delta.iter_commits(root, start + 1, latest, io=io)
         last_commit = _convert_commits(tx, commits, state.protocol, state.metadata) or first_commit
         _record(tx, verified, last_commit, None)
@@ -526,6 +523,36 @@ def _produce(
     )
     producer.add_position_deletes(deletion_vector_files(table, new_files, commit.version, io=table.io))
     return producer.add_files(new_files).remove_files(removed).produce()
+
+
+CONVERSION_BATCH = 10_000
+"""Live files turned into ``data_file`` records and written into manifests at a time by the first
+snapshot of a conversion (its manifests hold at most this many entries)."""
+
+
+def _produce_first(table: IcebergTable, commit: _delta.Commit, state: _delta.DeltaState) -> SnapshotChanges:
+    """The first snapshot of a conversion: every live file of ``state`` (the Delta version ``commit``)
+    added, in batches of :data:`CONVERSION_BATCH` whose manifests are written as they come
+    (:meth:`.producers.SnapshotProducer.stream_files`), so no list of all the files is ever built.
+    Every problem of every batch is refused together, as for any commit."""
+    files = state.files
+    deletes = bool(files.with_deletion_vectors())
+    kind = producer_for(len(files) > 0, False, True, deletes=deletes)
+    producer = kind(
+        table,
+        delta_version=commit.version,
+        timestamp_ms=commit.timestamp_ms,
+        delta_operation=commit.operation,
+    )
+    problems: list[Violation] = []
+    for batch in files.batches(CONVERSION_BATCH):
+        new_files = table.new_files([a.to_json() for a in batch], commit.version, problems)
+        if problems:
+            continue  # nothing more is written; the rest is read for its problems
+        producer.add_position_deletes(deletion_vector_files(table, new_files, commit.version, io=table.io))
+        producer.stream_files(new_files)
+    refuse(problems, f"at Delta version {commit.version}")
+    return producer.produce()
 
 
 def _result(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, cast
@@ -29,6 +29,7 @@ from .avro import (
     PartitionField,
     avro_name,
     read_avro,
+    read_manifest_index,
     write_manifest,
     write_manifest_list,
 )
@@ -388,20 +389,36 @@ class LiveFiles:
             data: dict[str, tuple[Manifest, int, int]] = {}
             deletes: dict[str, tuple[Manifest, str, int]] = {}
             for m in self.manifests:
-                for e in self.entries(m):
-                    if e.status == DELETED:
+                # only the index's fields are read, and no entry is kept: the index is all a pass
+                # over every manifest of a large table leaves behind
+                for status, df in self._index_rows(m):
+                    if status == DELETED:
                         continue
-                    df = e.data_file
                     if m.content == DATA:
-                        data[e.path] = (m, int(df["record_count"]), int(df["file_size_in_bytes"]))
+                        data[str(df["file_path"])] = (
+                            m,
+                            int(df["record_count"]),
+                            int(df["file_size_in_bytes"]),
+                        )
                     else:
-                        deletes[e.key] = (
+                        deletes[delete_file_key(cast(DataFileRecord, df))] = (
                             m,
                             str(df.get("referenced_data_file") or ""),
                             int(df["record_count"]),
                         )
             self._data, self._deletes = data, deletes
         return self._data, self._deletes
+
+    def _index_rows(self, m: Manifest) -> Iterator[tuple[int, Mapping[str, Any]]]:
+        """(status, data_file) of each entry of ``m``: its entries when known, else the fields the
+        index needs read from the file (:func:`.avro.read_manifest_index`)."""
+        if m.entries is not None:
+            for e in m.entries:
+                yield e.status, e.data_file
+            return
+        path = owned(self.root, local(m.uri, self.root), "manifest", io=self.io)
+        for r in read_manifest_index(path, io=self.io):
+            yield int(r["status"]), r["data_file"]
 
     def index(self) -> tuple[dict[str, Manifest], dict[str, tuple[int, int]]]:
         """Live data file URI -> its manifest, and -> (record count, size in bytes)."""
@@ -451,6 +468,25 @@ class LiveFiles:
         if self._deletes is not None:
             return len(self._deletes), sum(n for _, _, n in self._deletes.values())
         return self._totals[3], self._totals[4]
+
+    def appended(
+        self, manifests: list[Manifest], added: tuple[int, int, int], delete_manifests: Iterable[Manifest]
+    ) -> LiveFiles:
+        """The live files after a snapshot that only adds: ``added`` (files, records, bytes) streamed
+        into data manifests whose entries are not kept, and ``delete_manifests`` (entries kept). The
+        result is not indexed (its totals are kept); an index, when a later snapshot needs one, is
+        read from the manifests."""
+        files, records, size = self.totals
+        delete_files, positions = self.delete_totals
+        for m in delete_manifests:
+            for e in m.entries or []:
+                delete_files += 1
+                positions += int(e.data_file["record_count"])
+        out = LiveFiles(self.root, self.fv, self.partition_fields, None, self._totals, io=self.io)
+        out.manifests = manifests
+        out._data = out._deletes = None
+        out._totals = (files + added[0], records + added[1], size + added[2], delete_files, positions)
+        return out
 
     def replaced(
         self,

@@ -44,7 +44,7 @@ delete files with it. Which producers accept delete files: :class:`Delete`, :cla
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -159,6 +159,10 @@ class SnapshotProducer:
         self._removed: set[str] = set()
         self._delete_files: list[DeleteFile] = []
         self._mark = table.writer.mark()  # files written from here on belong to this snapshot
+        # data files written by stream_files: their manifests (entries not kept), and their counts
+        self._streamed_runs: list[Manifest] = []
+        self._streamed_rest: list[Manifest] = []
+        self._streamed: tuple[int, int, int] = (0, 0, 0)  # files, records, bytes
 
     # -- what the commit does ------------------------------------------------------------------
 
@@ -167,6 +171,33 @@ class SnapshotProducer:
         if files and not self.accepts_adds:
             raise ValueError(f"a {type(self).__name__} snapshot adds no data file")
         self._added.extend(files)
+        return self
+
+    def stream_files(self, files: Sequence[NewFile]) -> SnapshotProducer:
+        """Add ``files`` (one batch of a commit's many new data files) by writing their data manifests
+        now and keeping only the manifests' list rows and the batch's counts, so a commit of millions
+        of files is written in bounded memory. Row lineage is exactly as if every file had been given
+        to :meth:`add_files`: runs of contiguous Delta ``baseRowId`` get a manifest with that first row
+        id (the manifest list orders them by it), files without one get theirs in list order after them.
+        Only for a snapshot that removes nothing (the first snapshot of a conversion)."""
+        if files and not self.accepts_adds:
+            raise ValueError(f"a {type(self).__name__} snapshot adds no data file")
+        if not files:
+            return self
+        t = self.table
+        first_row_id = int(t.metadata.next_row_id or 0) if t.fv >= 3 else None
+        manifests = self._data_manifests(
+            t.snapshot_id_for(self.delta_version), self.delta_version, first_row_id, files
+        )
+        for m in manifests:
+            m.entries = None  # read back from the file if ever needed
+            (self._streamed_runs if m.record["first_row_id"] is not None else self._streamed_rest).append(m)
+        n, records, size = self._streamed
+        self._streamed = (
+            n + len(files),
+            records + sum(int(f.data_file["record_count"]) for f in files),
+            size + sum(int(f.data_file["file_size_in_bytes"]) for f in files),
+        )
         return self
 
     def remove_files(self, uris: Iterable[str]) -> SnapshotProducer:
@@ -201,16 +232,25 @@ class SnapshotProducer:
         parent = t.metadata.current_snapshot_id
         first_row_id = int(t.metadata.next_row_id or 0) if t.fv >= 3 else None
 
-        added = self._data_manifests(snapshot_id, seq, first_row_id)
+        added = self._data_manifests(snapshot_id, seq, first_row_id, self._added)
+        streamed = sorted(self._streamed_runs, key=lambda m: int(m.record["first_row_id"]))
+        streamed += self._streamed_rest
         existing = self._existing_manifests(snapshot_id, seq)
         new_deletes = self._delete_manifests(snapshot_id, seq)
-        manifests, next_row_id = self._manifest_list(added, existing, new_deletes, first_row_id)
+        manifests, next_row_id = self._manifest_list(streamed + added, existing, new_deletes, first_row_id)
         list_path = t.writer.write_list(
             snapshot_id, manifests, parent_snapshot_id=parent, sequence_number=seq, first_row_id=first_row_id
         )
-        files = t.files.replaced(
-            manifests, existing.removed | existing.removed_deletes, added + new_deletes, existing.rewritten
-        )
+        if streamed:
+            assert not existing.removed and not existing.rewritten, "streamed files are only appended"
+            files = t.files.appended(manifests, self._streamed, new_deletes)
+        else:
+            files = t.files.replaced(
+                manifests,
+                existing.removed | existing.removed_deletes,
+                added + new_deletes,
+                existing.rewritten,
+            )
         snapshot = Snapshot(
             snapshot_id=snapshot_id,
             sequence_number=seq,
@@ -224,7 +264,12 @@ class SnapshotProducer:
         )
         return SnapshotChanges(
             info=SnapshotInfo(
-                version, snapshot_id, seq, self.operation, len(self._added), len(existing.removed)
+                version,
+                snapshot_id,
+                seq,
+                self.operation,
+                len(self._added) + self._streamed[0],
+                len(existing.removed),
             ),
             snapshot=snapshot,
             manifests=tuple(manifests),
@@ -233,18 +278,20 @@ class SnapshotProducer:
             updates=(AddSnapshot(snapshot), SetSnapshotRef(snapshot_id), t.delta_version_update(version)),
         )
 
-    def _groups(self, first_row_id: int | None) -> list[tuple[int | None, list[NewFile]]]:
+    def _groups(
+        self, first_row_id: int | None, added: Sequence[NewFile]
+    ) -> list[tuple[int | None, list[NewFile]]]:
         """New files per data manifest. For v3, runs of files whose Delta baseRowIds are contiguous get a
         manifest each, so that Iceberg's first_row_id inheritance reproduces exactly Delta's row ids."""
         groups: list[tuple[int | None, list[NewFile]]] = []
         if self.table.fv >= 3:
             assert first_row_id is not None
             fresh = sorted(
-                (f for f in self._added if f.base_row_id is not None and f.base_row_id >= first_row_id),
+                (f for f in added if f.base_row_id is not None and f.base_row_id >= first_row_id),
                 key=lambda f: int(f.base_row_id or 0),
             )
             fresh_ids = {id(f) for f in fresh}
-            older = [f for f in self._added if id(f) not in fresh_ids]
+            older = [f for f in added if id(f) not in fresh_ids]
             # Where the current run's row ids end, kept as it grows: summing the run's record counts
             # for every file made grouping quadratic (minutes at 100,000 files in one commit).
             run_end: int | None = None
@@ -257,17 +304,19 @@ class SnapshotProducer:
                 run_end = base + int(f.data_file["record_count"])
             if older:
                 groups.append((None, older))
-        elif self._added:
-            groups.append((None, self._added))
+        elif added:
+            groups.append((None, list(added)))
         return groups
 
-    def _data_manifests(self, snapshot_id: int, seq: int, first_row_id: int | None) -> list[Manifest]:
+    def _data_manifests(
+        self, snapshot_id: int, seq: int, first_row_id: int | None, added: Sequence[NewFile]
+    ) -> list[Manifest]:
         t = self.table
         spec = t.metadata.spec(t.spec_id)
         fields = t.partition_fields(t.spec_id)
         schema_json = t.current_schema_json()
         out = []
-        for run_start, files in self._groups(first_row_id):
+        for run_start, files in self._groups(first_row_id, added):
             entries: list[Entry] = []
             explicit: list[ManifestEntryRecord] = []
             for f in files:
@@ -379,15 +428,18 @@ class SnapshotProducer:
         """The snapshot summary: what changed, and the totals once it is current (``files``)."""
         total_files, records, size = files.totals
         delete_files, position_deletes = files.delete_totals
-        added_records = sum(int(f.data_file["record_count"]) for f in self._added)
+        streamed_files, streamed_records, streamed_size = self._streamed
+        added_records = streamed_records + sum(int(f.data_file["record_count"]) for f in self._added)
         removed_sizes = existing.removed_sizes
         summary = {
             "operation": self.operation,
-            "added-data-files": str(len(self._added)),
+            "added-data-files": str(streamed_files + len(self._added)),
             "deleted-data-files": str(len(existing.removed)),
             "added-records": str(added_records),
             "deleted-records": str(sum(r for r, _ in removed_sizes)),
-            "added-files-size": str(sum(int(f.data_file["file_size_in_bytes"]) for f in self._added)),
+            "added-files-size": str(
+                streamed_size + sum(int(f.data_file["file_size_in_bytes"]) for f in self._added)
+            ),
             "removed-files-size": str(sum(s for _, s in removed_sizes)),
             "total-data-files": str(total_files),
             "total-records": str(records),

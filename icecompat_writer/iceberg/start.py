@@ -59,9 +59,14 @@ def first_version(
             continue  # this version cannot be reconstructed (no checkpoint before it): try the next
     if base is None:
         raise TableReadError(f"no version of the Delta log of {root} can be reconstructed")
+    base_version = base.version
     changes: list[tuple[int, Protocol, Metadata]] = [(base.version, base.protocol, base.metadata)]
     protocol, metadata = base.protocol, base.metadata
-    for commit in _delta.iter_commits(root, base.version + 1, latest, io=io):
+    # The live files of ``base`` are dropped before the full verification reads those of ``latest``
+    # (one snapshot's columns held at a time) and read again below: a second replay costs far less
+    # than holding two snapshots of a table of millions of files.
+    del base
+    for commit in _delta.iter_commits(root, base_version + 1, latest, io=io):
         if not commit.changes_table:
             continue
         for kind, obj in commit.actions:
@@ -81,8 +86,7 @@ def first_version(
                 raise CompatViolation(problems, refusal_context(latest, metadata))
             start = changes[i + 1][0]
             break
-    state = base if start == base.version else _delta.state_at(root, start, io=io)
-    return start, state, fv, verified
+    return start, _delta.state_at(root, start, io=io), fv, verified
 
 
 def current_metadata(root: Location, io: FileIO) -> tuple[int, Location] | None:

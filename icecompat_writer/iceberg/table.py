@@ -287,13 +287,19 @@ class IcebergTable:
         except (TableReadError, OSError, ValueError):
             return None
 
-    def new_files(self, adds: Sequence[Mapping[str, Any]], version: int) -> list[NewFile]:
-        """``data_file`` records for one commit's adds; every problem of the commit is refused together."""
+    def new_files(
+        self, adds: Sequence[Mapping[str, Any]], version: int, problems: list[Violation] | None = None
+    ) -> list[NewFile]:
+        """``data_file`` records for one commit's adds; every problem of the commit is refused together.
+
+        ``problems``: the adds are one batch of the commit's; their problems are appended there, for
+        the caller to refuse with those of the other batches, instead of being refused here."""
         assert self.schema is not None
         sources = self._partition_sources()
-        problems: list[Violation] = []
-        out = [f for add in adds if (f := self._new_file(add, sources, problems)) is not None]
-        refuse(problems, f"at Delta version {version}")
+        found: list[Violation] = [] if problems is None else problems
+        out = [f for add in adds if (f := self._new_file(add, sources, found)) is not None]
+        if problems is None:
+            refuse(found, f"at Delta version {version}")
         return out
 
     def _new_file(

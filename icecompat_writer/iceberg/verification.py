@@ -50,11 +50,10 @@ from icecompat_writer.evidence.live_files import (
     reads_here,
     snapshot_facts,
 )
-from icecompat_writer.facts import DataFileFacts
 from icecompat_writer.storage import FileIO, Location
 
 from . import _delta
-from .checks import row_tracking_enabled, rule_set_for, table_violations
+from .checks import file_violations, row_tracking_enabled, rule_set_for, table_violations
 from .locations import data_path_outside, outside_violation
 from .metadata import PROP_DELTA_VERSION, SetProperties, TableMetadata
 from .table import refusal_context, refuse
@@ -139,45 +138,57 @@ def record_problem(meta: TableMetadata) -> str | None:
     return None
 
 
+FOOTER_BATCH = 2_000
+"""Live files verified at a time: their facts (footers included) are judged and dropped per batch."""
+
+
 def _check(
     root: Location,
     version: int,
     protocol: Protocol,
     metadata: Metadata,
     format_version: int,
-    adds: Sequence[AddFile],
-    facts: list[DataFileFacts],
+    batches: Iterable[Sequence[AddFile]],
     inside: set[str],
     io: FileIO,
     lost: frozenset[str] = frozenset(),
 ) -> int:
-    """Facts of ``adds`` (footers read unless the path leaves the root) added to ``facts``, then the
-    rules; refuses with every problem. Paths found inside the root go into ``inside``. A file in
-    ``lost`` (``Snapshot.stats_lost``) takes its row count from its footer, as the checker does.
-    Returns the number of footers read."""
+    """Facts of the files in ``batches`` (footers read unless the path leaves the root), judged batch by
+    batch by the file rules (:func:`.checks.file_violations`), then the table's own rules; refuses with
+    every problem. Paths found inside the root go into ``inside``. A file in ``lost``
+    (``Snapshot.stats_lost``) takes its row count from its footer, as the checker does. Returns the
+    number of footers read.
+
+    Only one batch's facts are held at a time, so the memory this takes follows the batch size, not
+    the table's file count; the problems found are those of one judgement of every file at once."""
     real_root = io.resolved(root)
     outside: list[Violation] = []
+    file_problems: list[Violation] = []
     read = 0
     real_dirs: dict[str, str] = {}
-    reasons = [data_path_outside(root, real_root, add.path, real_dirs, io=io) for add in adds]
-    for add, reason in zip(adds, reasons, strict=True):
-        if reason is not None:
-            outside.append(outside_violation(add.path, reason))
-        else:
-            inside.add(add.path)
-    # Footers are read in order, in a pool sized by storage.footer_readers (none for a small local
-    # commit's few footers, the cores for many local ones, 16 on an object store).
-    facts.extend(
-        counted_from_footer(fact, lost)
-        for fact in storage.map_bounded(
-            lambda pair: file_facts(root, pair[0], read_footer=pair[1] is None, io=io),
-            list(zip(adds, reasons, strict=True)),
-            workers=storage.footer_readers(io, len(adds)),
-        )
-    )
-    read = sum(1 for r in reasons if r is None)
-    _, problems = table_violations(protocol, metadata, format_version, facts)
-    refuse([*outside, *problems], refusal_context(version, metadata))
+    for adds in batches:
+        reasons = [data_path_outside(root, real_root, add.path, real_dirs, io=io) for add in adds]
+        for add, reason in zip(adds, reasons, strict=True):
+            if reason is not None:
+                outside.append(outside_violation(add.path, reason))
+            else:
+                inside.add(add.path)
+        # Footers are read in order, in a pool sized by storage.footer_readers (none for a small local
+        # commit's few footers, the cores for many local ones, 16 on an object store).
+        facts = [
+            counted_from_footer(fact, lost)
+            for fact in storage.map_bounded(
+                lambda pair: file_facts(root, pair[0], read_footer=pair[1] is None, io=io),
+                list(zip(adds, reasons, strict=True)),
+                workers=storage.footer_readers(io, len(adds)),
+            )
+        ]
+        read += sum(1 for r in reasons if r is None)
+        file_problems.extend(file_violations(protocol, metadata, facts))
+    converted, problems = table_violations(protocol, metadata, format_version)
+    if file_problems and converted is not None:
+        problems = []  # with file problems the schema is not converted (table_violations)
+    refuse([*outside, *problems, *file_problems], refusal_context(version, metadata))
     return read
 
 
@@ -195,7 +206,6 @@ def verify_full(
     ``snap``: the snapshot of ``version`` when the caller has read it already."""
     if snap is None or snap.version != version:
         snap = read_snapshot(root, version, io=io)
-    facts: list[DataFileFacts] = []
     inside: set[str] = set()
     read = 0
     remote = io.remote
@@ -221,8 +231,7 @@ def verify_full(
             snap.protocol,
             snap.metadata,
             format_version,
-            snap.add_files,
-            facts,
+            snap.files.batches(FOOTER_BATCH),
             inside,
             io,
             snap.stats_lost,
@@ -274,7 +283,6 @@ def verify_since(
             io=io,
         )
     added, n_adds, removes = _added_since(commits)
-    facts: list[DataFileFacts] = []
     inside: set[str] = set()
     read = _check(
         snap.table_root,
@@ -282,8 +290,7 @@ def verify_since(
         snap.protocol,
         snap.metadata,
         format_version,
-        [AddFile.from_json(a) for a in added.values()],
-        facts,
+        [[AddFile.from_json(a) for a in added.values()]],
         inside,
         io,
     )
@@ -387,7 +394,6 @@ def verify_commits(
     when ``live_files`` gives the count at ``version`` (the checksum file Delta wrote with it).
     """
     added, n_adds, removes = _added_since(commits)
-    facts: list[DataFileFacts] = []
     inside: set[str] = set()
     read = _check(
         root,
@@ -395,8 +401,7 @@ def verify_commits(
         protocol,
         metadata,
         format_version,
-        [AddFile.from_json(a) for a in added.values()],
-        facts,
+        [[AddFile.from_json(a) for a in added.values()]],
         inside,
         io,
     )

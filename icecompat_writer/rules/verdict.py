@@ -26,7 +26,9 @@ answer; each raises the violations once, with its own context, as before:
 - :class:`CommandAhead`: a commit made before the metadata of the command it belongs to;
 - :class:`Audit`: a committed table as it is (``icecompat check``);
 - :class:`IcebergRead`: a committed table as an Iceberg reader meets it (the emitter): delta-spark's
-  own limits on writing it are not the reader's.
+  own limits on writing it are not the reader's;
+- :class:`IcebergFiles`: a batch of such a table's live files, held to the file rules alone (each
+  judges one file), so that a first conversion judges a big table batch by batch.
 
 Pure: no file is read here; the callers bring the facts of the data files.
 """
@@ -64,6 +66,7 @@ __all__ = [
     "DataFrameSchema",
     "Declaration",
     "GuardedCommit",
+    "IcebergFiles",
     "IcebergRead",
     "KeptFiles",
     "MetadataChange",
@@ -240,6 +243,16 @@ class IcebergRead:
     files: Sequence[DataFileFacts] = ()
 
 
+@dataclass(frozen=True)
+class IcebergFiles:
+    """A batch of a committed table version's live files as an Iceberg reader meets them."""
+
+    profile: ProfileName
+    metadata: Metadata
+    protocol: Protocol
+    files: Sequence[DataFileFacts]
+
+
 Moment = (
     DataFrameSchema
     | TableProperties
@@ -253,6 +266,7 @@ Moment = (
     | CommandAhead
     | Audit
     | IcebergRead
+    | IcebergFiles
 )
 
 
@@ -286,6 +300,10 @@ def decide(moment: Moment) -> Verdict:
         return _command_ahead(moment)
     if isinstance(moment, Audit):
         return _audit(moment)
+    if isinstance(moment, IcebergFiles):
+        found = _judge(moment.profile, moment.metadata, moment.protocol, None, moment.files,
+                       engine_limits=False, scopes={Scope.FILE})  # fmt: skip
+        return _verdict(found, moment.profile)
     found = _judge(moment.profile, moment.metadata, moment.protocol, None, moment.files, engine_limits=False)
     return _verdict(found, moment.profile)
 

@@ -21,6 +21,7 @@ from icecompat_writer.rules.verdict import (
     DataFrameSchema,
     Declaration,
     GuardedCommit,
+    IcebergFiles,
     IcebergRead,
     KeptFiles,
     MetadataChange,
@@ -320,6 +321,20 @@ def test_an_iceberg_reader_is_not_held_to_delta_sparks_own_limits() -> None:
     assert not decide(IcebergRead(V3, s.metadata, s.protocol)).refused
     broken = with_config(s, drop=["delta.enableIcebergCompatV3"])
     assert "ICV3-ENABLED" in rules_of(decide(IcebergRead(V3, broken.metadata, broken.protocol)).violations)
+
+
+def test_an_iceberg_reader_judged_batch_by_batch_finds_what_one_judgement_of_every_file_finds() -> None:
+    s = compliant(V3)
+    good = good_file(s.metadata)
+    bad = replace(good, path="part-1.parquet", base_row_id=None, default_row_commit_version=None)
+    files = (good, bad, replace(good, path="part-2.parquet"))
+    whole = decide(IcebergRead(V3, s.metadata, s.protocol, files)).violations
+    batches = [v for f in files for v in decide(IcebergFiles(V3, s.metadata, s.protocol, (f,))).violations]
+    assert whole and sorted(batches) == sorted(whole)
+    assert {v.values.get("file") for v in batches} == {"part-1.parquet"}
+    # the table's own rules are not the batch's: a state without the profile's property has no file problem
+    broken = with_config(s, drop=["delta.enableIcebergCompatV3"])
+    assert not decide(IcebergFiles(V3, broken.metadata, broken.protocol, (good,))).violations
 
 
 def test_moments_are_frozen() -> None:
