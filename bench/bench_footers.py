@@ -4,8 +4,8 @@ One table of small compliant data files (the synthetic tables of tests/cli/synth
 uploaded to a moto S3 server on 127.0.0.1. Between the readers and the server sits a TCP relay that
 holds every request for a fixed latency before passing it on (a real S3 request takes tens of
 milliseconds; moto on loopback takes about one), so the figures show how each reader overlaps latency.
-The same :class:`~icecompat_writer.evidence.live_files.FooterJob` (every live file, sizes from one
-listing) is read in turns by :func:`~icecompat_writer.evidence.live_files.read_in_threads` (one pool
+The same :class:`~icecompat_writer.evidence.file_reads.FooterJob` (every live file, sizes from one
+listing) is read in turns by :func:`~icecompat_writer.evidence.file_reads.read_in_threads` (one pool
 of 16 threads in this process) and by :class:`~icecompat_writer.jvm.footers.ExecutorFooterReader`
 (one Spark job; each task reads its slice with its own pool), and both must return the same facts.
 Only the footer reads are timed (the log and the listing are read once, outside).
@@ -179,7 +179,7 @@ def _runs(
     warmup: bool,
 ) -> ExecutorRow:
     """Interleaved timed reads of ``job`` by the driver's threads and by ``executors``."""
-    from icecompat_writer.evidence.live_files import read_in_threads
+    from icecompat_writer.evidence.file_reads import read_in_threads
 
     if warmup:
         progress(f"footers on executors, {latency_ms} ms: warm-up of both readers")

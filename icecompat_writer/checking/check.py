@@ -26,7 +26,7 @@ import pyarrow
 from icecompat_writer.checking.report import JSON_FORMAT, Report, reports_to_json, violation_file
 from icecompat_writer.deltalog.snapshot import read_snapshot
 from icecompat_writer.errors import IcecompatError, TableReadError
-from icecompat_writer.evidence.live_files import (
+from icecompat_writer.evidence.file_reads import (
     DELETION_VECTOR_CARDINALITY,
     MISSING_DATA_FILE,
     NUM_RECORDS_FROM_FOOTERS,
@@ -38,6 +38,8 @@ from icecompat_writer.evidence.live_files import (
     CheckFinding,
     FooterReader,
     Severity,
+)
+from icecompat_writer.evidence.live_files import (
     SnapshotFacts,
     counted_from_footer,
     deletion_vector_findings,

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from icecompat_writer.errors import Violation
-from icecompat_writer.evidence.live_files import CheckFinding
+from icecompat_writer.evidence.file_reads import CheckFinding
 from icecompat_writer.schema import JsonDict
 
 __all__ = ["JSON_FORMAT", "Report", "reports_to_json", "violation_file"]

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from icecompat_writer.errors import CompatViolation, IcecompatError
-from icecompat_writer.evidence.live_files import FooterReader, footers_read_by
+from icecompat_writer.evidence.file_reads import FooterReader, footers_read_by
 from icecompat_writer.fleet import (
     FleetReport,
     TableOutcome,

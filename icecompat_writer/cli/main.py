@@ -23,7 +23,7 @@ from icecompat_writer.cli.doctor import cmd_doctor
 from icecompat_writer.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_VIOLATIONS, usage_error
 from icecompat_writer.cli.settings import parse_properties, spark_session
 from icecompat_writer.errors import IcecompatError
-from icecompat_writer.evidence.live_files import footers_read_by
+from icecompat_writer.evidence.file_reads import footers_read_by
 from icecompat_writer.fleet.run import IDENTIFIER_PROPERTY, TableRef, table_identifier
 from icecompat_writer.iceberg.cli import add_arguments as iceberg_arguments
 from icecompat_writer.jvm.footers import ExecutorFooterReader

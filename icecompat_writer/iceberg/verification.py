@@ -43,13 +43,9 @@ from icecompat_writer.deltalog import Snapshot, read_snapshot
 from icecompat_writer.deltalog.actions import Metadata, Protocol
 from icecompat_writer.deltalog.files import AddFile
 from icecompat_writer.errors import Violation
+from icecompat_writer.evidence.file_reads import footer_reader, reads_here
 from icecompat_writer.evidence.footers import file_facts
-from icecompat_writer.evidence.live_files import (
-    counted_from_footer,
-    footer_reader,
-    reads_here,
-    snapshot_facts,
-)
+from icecompat_writer.evidence.live_files import counted_from_footer, snapshot_facts
 from icecompat_writer.storage import FileIO, Location
 
 from . import _delta

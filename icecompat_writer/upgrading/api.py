@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.errors import CompatViolation, IcecompatError, TableReadError
-from icecompat_writer.evidence.live_files import footers_read_by
+from icecompat_writer.evidence.file_reads import footers_read_by
 from icecompat_writer.jvm.footers import ExecutorFooterReader
 from icecompat_writer.schema import JsonDict
 from icecompat_writer.storage import io_for

@@ -32,7 +32,8 @@ from typing import Any
 from icecompat_writer.checking.report import violation_file
 from icecompat_writer.deltalog import AddFile, Metadata, TableState, read_snapshot
 from icecompat_writer.errors import CompatViolation, IcecompatError, UpgradeRefused, Violation
-from icecompat_writer.evidence.live_files import CheckFinding, snapshot_facts
+from icecompat_writer.evidence.file_reads import CheckFinding
+from icecompat_writer.evidence.live_files import snapshot_facts
 from icecompat_writer.planning import Change, Plan, get_profile, plan
 from icecompat_writer.rules import verdict
 from icecompat_writer.rules.catalog import RULES_BY_ID, layer_violation

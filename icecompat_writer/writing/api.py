@@ -30,8 +30,8 @@ from icecompat_writer.errors import (
     TableExistsError,
     TableNotFoundError,
 )
+from icecompat_writer.evidence.file_reads import footers_read_by
 from icecompat_writer.evidence.footers import file_facts
-from icecompat_writer.evidence.live_files import footers_read_by
 from icecompat_writer.iceberg.sync import CATALOG_CONF, IcebergSync, sync_after_commit, sync_requested
 from icecompat_writer.jvm.footers import ExecutorFooterReader
 from icecompat_writer.planning import Change, Plan, plan

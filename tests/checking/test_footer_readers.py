@@ -18,15 +18,14 @@ from icecompat_writer.checking.check import check_table
 from icecompat_writer.cli.main import main
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.errors import SessionConfigError
-from icecompat_writer.evidence.live_files import (
+from icecompat_writer.evidence.file_reads import (
     FooterJob,
-    footer_job,
     footer_reader,
     footers_read_by,
     read_in_threads,
     reads_here,
-    snapshot_facts,
 )
+from icecompat_writer.evidence.live_files import footer_job, snapshot_facts
 from icecompat_writer.jvm.footers import (
     DEFAULT_THRESHOLD,
     EXECUTORS_KEY,

@@ -147,7 +147,8 @@ def test_spark_submit_on_a_standalone_cluster_writes_a_compliant_table(cluster: 
 
             from icecompat_writer.checking.check import check_table
             from icecompat_writer.deltalog import read_snapshot
-            from icecompat_writer.evidence.live_files import read_in_threads, snapshot_facts
+            from icecompat_writer.evidence.file_reads import read_in_threads
+            from icecompat_writer.evidence.live_files import snapshot_facts
             from icecompat_writer.jvm.footers import ExecutorFooterReader
             from icecompat_writer.storage import io_for
             reader = ExecutorFooterReader(spark, "true")
