@@ -128,4 +128,10 @@ def test_trino_470_cannot_read_v3_deletion_vectors(
     table = f"trino.dv_{tmp_path.name}".replace("-", "_").lower()
     sync_catalog("rest", table, str(latest_metadata(path)), io=io_for(path))
     expected = spark_rows(spark.read.format("delta").load(str(path)))
-    assert _select(trino, "rest", table) == expected
+    try:
+        rows = _select(trino, "rest", table)
+    except TrinoError as err:  # only the missing Puffin support is the expected failure
+        if "PUFFIN" not in str(err):
+            raise AssertionError(f"Trino failed otherwise: {err}") from err
+        raise
+    assert rows == expected
