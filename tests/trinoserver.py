@@ -49,7 +49,19 @@ class TrinoServer:
     log_path: Path
 
     def query(self, sql: str, *, timeout: float = 120.0) -> list[dict[str, Any]]:
-        """The rows of ``sql`` as dicts of column name to the JSON value Trino sends."""
+        """The rows of ``sql`` as dicts of column name to the JSON value Trino sends. A node that has
+        just started may not have announced itself to the scheduler yet (``NO_NODES_AVAILABLE``, even
+        after a query on ``system.runtime.nodes`` ran): the statement is sent again until it has."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self._query(sql, timeout=timeout)
+            except TrinoError as err:
+                if err.name != "NO_NODES_AVAILABLE" or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.5)
+
+    def _query(self, sql: str, *, timeout: float) -> list[dict[str, Any]]:
         request = urllib.request.Request(
             f"{self.uri}/v1/statement", data=sql.encode(), headers={"X-Trino-User": "test"}, method="POST"
         )
