@@ -38,6 +38,7 @@ from icecompat_writer.iceberg.posdeletes import FILE_PATH_FIELD_ID, POS_FIELD_ID
 from icecompat_writer.jvm.bridge import guard_iceberg_syncs
 from icecompat_writer.storage import io_for
 from tests.catalogservers import RestCatalogServer, iceberg_java_read
+from tests.readerwalk import write_table
 
 from ._support import (
     duckdb_rows,
@@ -298,18 +299,8 @@ def test_the_sync_reads_what_delta_spark_reads_after_every_kind_of_commit(
     and every DV of the log is one delete file of the format (none left once OPTIMIZE purged them).
     Iceberg Java's generic reader reads the last version through the REST catalog."""
     path = tmp_path / f"v{fv}"
-    df = spark.range(0, 40, 1, 4).selectExpr(
-        "id", "CAST(id % 3 AS STRING) AS v", "CAST(id % 2 AS INT) AS part"
-    )
-    properties = {
-        "delta.enableDeletionVectors": "true",
-        "delta.universalFormat.enabledFormats": "iceberg",
-        "icecompat.iceberg.format-version": str(fv),
-    }
-    first = compat_write(df, str(path), profile="v3", partition_by="part", properties=properties)
-    assert first.iceberg is not None and first.iceberg.error is None, first.iceberg
+    write_table(spark, path, fv)
     assert metadata_json(path)["format-version"] == fv
-    guard_iceberg_syncs(spark, drain=True)
     written_before: set[str] = set()
     for statement in SYNCED_ROUNDS:
         spark.sql(statement.format(p=path))

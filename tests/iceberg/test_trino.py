@@ -22,28 +22,17 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from icecompat_writer import compat_write
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.iceberg.catalogs import sync_catalog
 from icecompat_writer.jvm.bridge import guard_iceberg_syncs
 from icecompat_writer.storage import io_for
 from tests.catalogservers import HiveMetastore, RestCatalogServer
+from tests.readerwalk import CATALOGS, COMMITS, write_table
 from tests.trinoserver import TrinoError, TrinoServer
 
 from ._support import latest_metadata, metadata_json, spark_rows
 
 pytestmark = pytest.mark.spark
-
-COMMITS = [
-    "INSERT INTO delta.`{p}` VALUES (100, 'i', 0), (101, 'i', 1)",
-    "DELETE FROM delta.`{p}` WHERE id IN (1, 2, 15)",
-    "UPDATE delta.`{p}` SET v = 'u' WHERE id IN (3, 25, 100)",
-    "MERGE INTO delta.`{p}` t USING (SELECT * FROM VALUES (4, 'm'), (16, 'm'), (200, 'n') AS s(id, v)) s "
-    "ON t.id = s.id WHEN MATCHED AND s.id = 4 THEN DELETE WHEN MATCHED THEN UPDATE SET v = s.v "
-    "WHEN NOT MATCHED THEN INSERT (id, v, part) VALUES (s.id, s.v, 0)",
-    "OPTIMIZE delta.`{p}`",
-]
-CATALOGS = ("rest", "hms")
 
 
 @pytest.fixture
@@ -55,20 +44,6 @@ def catalog_env(
     monkeypatch.setenv("PYICEBERG_CATALOG__REST__URI", rest_catalog.uri)
     monkeypatch.setenv("PYICEBERG_CATALOG__HMS__TYPE", "hive")
     monkeypatch.setenv("PYICEBERG_CATALOG__HMS__URI", hive_metastore.uri)
-
-
-def _write(spark: SparkSession, path: Path, fv: int, dvs: bool, rows: int = 40, files: int = 4) -> None:
-    df = spark.range(0, rows, 1, files).selectExpr(
-        "id", "CAST(id % 3 AS STRING) AS v", "CAST(id % 2 AS INT) AS part"
-    )
-    properties = {
-        "delta.enableDeletionVectors": str(dvs).lower(),
-        "delta.universalFormat.enabledFormats": "iceberg",
-        "icecompat.iceberg.format-version": str(fv),
-    }
-    first = compat_write(df, str(path), profile="v3", partition_by="part", properties=properties)
-    assert first.iceberg is not None and first.iceberg.error is None, first.iceberg
-    guard_iceberg_syncs(spark, drain=True)
 
 
 def _sync(path: Path, table: str) -> None:
@@ -86,7 +61,7 @@ def test_trino_reads_every_commit_through_rest_and_hive(
     spark: SparkSession, tmp_path: Path, trino: TrinoServer, fv: int, dvs: bool
 ) -> None:
     path = tmp_path / "t"
-    _write(spark, path, fv, dvs)
+    write_table(spark, path, fv, dvs=dvs)
     table = f"trino.v{fv}_{tmp_path.name}".replace("-", "_").lower()
     first_rows: list[dict[str, Any]] = []
     for statement in [None, *COMMITS]:
@@ -121,7 +96,7 @@ def test_trino_470_cannot_read_v3_deletion_vectors(
     spark: SparkSession, tmp_path: Path, trino: TrinoServer
 ) -> None:
     path = tmp_path / "t"
-    _write(spark, path, 3, True, rows=10, files=1)  # two files of five rows: DELETE writes a DV
+    write_table(spark, path, 3, rows=10, files=1)  # two files of five rows: DELETE writes a DV
     spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 1")
     guard_iceberg_syncs(spark, drain=True)
     assert any(name.endswith(".puffin") for name in (p.name for p in (path / "metadata").iterdir()))

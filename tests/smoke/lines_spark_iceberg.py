@@ -26,25 +26,14 @@ from typing import Any
 
 import pytest
 
-from icecompat_writer import compat_write
 from icecompat_writer.deltalog import read_snapshot
 from icecompat_writer.iceberg.catalogs import sync_catalog
 from icecompat_writer.jvm.bridge import guard_iceberg_syncs
 from icecompat_writer.storage import io_for
 from tests.catalogservers import start_hive_metastore, start_rest_catalog
+from tests.readerwalk import CATALOGS, COMMITS, write_table
 
 pytestmark = [pytest.mark.smoke, pytest.mark.spark]
-
-COMMITS = [
-    "INSERT INTO delta.`{p}` VALUES (100, 'i', 0), (101, 'i', 1)",
-    "DELETE FROM delta.`{p}` WHERE id IN (1, 2, 15)",
-    "UPDATE delta.`{p}` SET v = 'u' WHERE id IN (3, 25, 100)",
-    "MERGE INTO delta.`{p}` t USING (SELECT * FROM VALUES (4, 'm'), (16, 'm'), (200, 'n') AS s(id, v)) s "
-    "ON t.id = s.id WHEN MATCHED AND s.id = 4 THEN DELETE WHEN MATCHED THEN UPDATE SET v = s.v "
-    "WHEN NOT MATCHED THEN INSERT (id, v, part) VALUES (s.id, s.v, 0)",
-    "OPTIMIZE delta.`{p}`",
-]
-CATALOGS = ("rest", "hms")
 
 
 @pytest.fixture(scope="module")
@@ -92,17 +81,7 @@ def _latest_metadata(root: Path) -> Path:
 @pytest.mark.parametrize("fv", [3, 2])
 def test_spark_iceberg_reads_every_commit_through_rest_and_hive(spark: Any, tmp_path: Path, fv: int) -> None:
     path = tmp_path / "t"
-    df = spark.range(0, 40, 1, 4).selectExpr(
-        "id", "CAST(id % 3 AS STRING) AS v", "CAST(id % 2 AS INT) AS part"
-    )
-    properties = {
-        "delta.enableDeletionVectors": "true",
-        "delta.universalFormat.enabledFormats": "iceberg",
-        "icecompat.iceberg.format-version": str(fv),
-    }
-    first = compat_write(df, str(path), profile="v3", partition_by="part", properties=properties)
-    assert first.iceberg is not None and first.iceberg.error is None, first.iceberg
-    guard_iceberg_syncs(spark, drain=True)
+    write_table(spark, path, fv)
     table = f"lake.v{fv}"
     snapshots: list[int] = []
     delta: dict[int, list[tuple[Any, ...]]] = {}
