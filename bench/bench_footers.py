@@ -38,6 +38,8 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.docsections import replace_section
+
 SECTION = "## Footers on the executors: S3 with request latency"
 
 
@@ -248,15 +250,7 @@ def section(rows: Sequence[ExecutorRow]) -> list[str]:
 
 def write_section(rows: Sequence[ExecutorRow], doc: Path) -> None:
     """Put the section into ``doc``, replacing an earlier one (up to the next ``## `` heading)."""
-    text = doc.read_text(encoding="utf-8") if doc.exists() else ""
-    new = "\n".join(section(rows))
-    if SECTION in text:
-        start = text.index(SECTION)
-        nxt = text.find("\n## ", start + len(SECTION))
-        text = text[:start] + new + ("" if nxt < 0 else text[nxt + 1 :])
-    else:
-        text = text.rstrip() + "\n\n" + new
-    doc.write_text(text.rstrip() + "\n", encoding="utf-8")
+    replace_section(doc, SECTION, section(rows))
 
 
 def main(argv: list[str] | None = None) -> None:

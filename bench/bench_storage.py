@@ -29,6 +29,8 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.docsections import replace_section
+
 SECTION = "## Object storage: check on S3 against local disk"
 
 
@@ -170,15 +172,7 @@ def section(row: StorageRow) -> list[str]:
 
 def write_section(row: StorageRow, doc: Path) -> None:
     """Put the section into ``doc``, replacing an earlier one (up to the next ``## `` heading)."""
-    text = doc.read_text(encoding="utf-8") if doc.exists() else ""
-    new = "\n".join(section(row))
-    if SECTION in text:
-        start = text.index(SECTION)
-        nxt = text.find("\n## ", start + len(SECTION))
-        text = text[:start] + new + ("" if nxt < 0 else text[nxt + 1 :])
-    else:
-        text = text.rstrip() + "\n\n" + new
-    doc.write_text(text.rstrip() + "\n", encoding="utf-8")
+    replace_section(doc, SECTION, section(row))
 
 
 def main(argv: list[str] | None = None) -> None:
