@@ -108,7 +108,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         bar.update(task, completed=done)
 
     try:
-        io = io_for(args.table_path)  # the command line's store settings, else the environment's
+        io = io_for(args.table_path)  # a running session's store settings, else the environment's
         report = check_table(
             args.table_path, args.profile, files=args.files, progress=progress_cb, io=io, footer_reader=reader
         )
